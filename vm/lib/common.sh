@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+# Shared by the vm/ scripts: messages, package installs, the cache and its lock.
+#
+# Environment:
+#   K513_CACHE   where kernel trees and builds are cached (outside the repo)
+#   K513_KERNEL  which linux-source tree to use: 6.1 (default) or 6.12
+#   K513_BUILD   per-checkout outputs: initramfs, serial logs (default build/vm)
+
+K513_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+K513_CACHE=${K513_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k513}
+K513_KERNEL=${K513_KERNEL:-6.1}
+K513_BUILD=${K513_BUILD:-$K513_ROOT/build/vm}
+PROG=${PROG:-$(basename "$0")}
+
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+# Install the Debian packages that are missing; refuse clearly when we
+# cannot (not root, or apt cannot find them).
+need_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "$(id -u)" -eq 0 ] ||
+		die "missing packages: ${missing[*]}; run as root or install them with apt-get"
+	mkdir -p "$K513_CACHE"
+	say "installing ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${missing[@]}" >"$K513_CACHE/apt.log" 2>&1; then
+		# A fresh machine may have no package lists yet.
+		DEBIAN_FRONTEND=noninteractive apt-get update -q >>"$K513_CACHE/apt.log" 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends "${missing[@]}" >>"$K513_CACHE/apt.log" 2>&1 ||
+			die "apt-get could not install ${missing[*]}: $(tail -n 1 "$K513_CACHE/apt.log")" \
+				"(full log: $K513_CACHE/apt.log)"
+	fi
+}
+
+# Packages every part of the pipeline needs.
+K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
+	scdoc inotify-tools)
+K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod
+	busybox-static qemu-system-x86)
+
+# One kernel build or guest at a time on this machine: they each want every
+# core, and two guests would fight over the cache.
+take_lock() {
+	mkdir -p "$K513_CACHE"
+	exec 9>"$K513_CACHE/lock"
+	if ! flock -n 9; then
+		say "waiting for another k513 build or guest to finish (lock $K513_CACHE/lock)"
+		flock -w 3600 9 || die "gave up waiting for $K513_CACHE/lock after an hour"
+	fi
+}
+
+# Run a long command with its output in a log, printing a heartbeat so CI
+# and users see it is alive; on failure show the log's tail.
+run_logged() {
+	local what=$1 log=$2 start pid rc
+	shift 2
+	start=$(date +%s)
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 5
+		kill -0 "$pid" 2>/dev/null || break
+		if [ $((($(date +%s) - start) % 30)) -lt 5 ]; then
+			say "$what: $(($(date +%s) - start)) s, $(grep -c '^ *\(CC\|LD\|AR\)' "$log") objects"
+		fi
+	done
+	rc=0
+	wait "$pid" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		tail -n 30 "$log" >&2
+		die "$what failed (exit $rc); full log: $log"
+	fi
+	say "$what: done in $(($(date +%s) - start)) s"
+}
