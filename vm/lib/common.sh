@@ -40,9 +40,11 @@ need_packages() {
 }
 
 # Packages every part of the pipeline needs.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
 	scdoc inotify-tools)
-K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod
+# shellcheck disable=SC2034
+K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)
 
 # One kernel build or guest at a time on this machine: they each want every
@@ -59,16 +61,18 @@ take_lock() {
 # Run a long command with its output in a log, printing a heartbeat so CI
 # and users see it is alive; on failure show the log's tail.
 run_logged() {
-	local what=$1 log=$2 start pid rc
+	local what=$1 log=$2 start last now pid rc
 	shift 2
 	start=$(date +%s)
+	last=$start
 	"$@" >"$log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
-		sleep 5
-		kill -0 "$pid" 2>/dev/null || break
-		if [ $((($(date +%s) - start) % 30)) -lt 5 ]; then
-			say "$what: $(($(date +%s) - start)) s, $(grep -c '^ *\(CC\|LD\|AR\)' "$log") objects"
+		sleep 2
+		now=$(date +%s)
+		if [ $((now - last)) -ge 30 ] && kill -0 "$pid" 2>/dev/null; then
+			say "$what: $((now - start)) s, $(grep -c '^ *\(CC\|LD\|AR\)' "$log") objects"
+			last=$now
 		fi
 	done
 	rc=0
