@@ -49,12 +49,13 @@ K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsy
 
 # One kernel build or guest at a time on this machine: they each want every
 # core, and two guests would fight over the cache.
+# The lock is per machine, not per cache, since the cores are.
+K513_LOCK=${K513_LOCK:-/tmp/k513-vm.lock}
 take_lock() {
-	mkdir -p "$K513_CACHE"
-	exec 9>"$K513_CACHE/lock"
+	exec 9>>"$K513_LOCK"
 	if ! flock -n 9; then
-		say "waiting for another k513 build or guest to finish (lock $K513_CACHE/lock)"
-		flock -w 3600 9 || die "gave up waiting for $K513_CACHE/lock after an hour"
+		say "waiting for another k513 kernel build or guest to finish (lock $K513_LOCK)"
+		flock -w 3600 9 || die "gave up waiting for $K513_LOCK after an hour"
 	fi
 }
 
@@ -67,6 +68,9 @@ run_logged() {
 	last=$start
 	"$@" >"$log" 2>&1 &
 	pid=$!
+	# An interrupted run must not leave the step running (holding the lock
+	# and writing into a directory the next run will clean up).
+	trap 'kill "$pid" 2>/dev/null; exit 130' INT TERM
 	while kill -0 "$pid" 2>/dev/null; do
 		sleep 2
 		now=$(date +%s)
@@ -77,6 +81,7 @@ run_logged() {
 	done
 	rc=0
 	wait "$pid" || rc=$?
+	trap - INT TERM
 	if [ "$rc" -ne 0 ]; then
 		tail -n 30 "$log" >&2
 		die "$what failed (exit $rc); full log: $log"
