@@ -9,7 +9,7 @@ fix=$here/fixtures
 if command -v busybox >/dev/null 2>&1; then
 	AWK="busybox awk"
 else
-	AWK=awk
+	AWK="awk"
 fi
 
 pass=0
@@ -32,6 +32,7 @@ check kselftest fanotify tap 1 0
 check cmocka host.cm tap 1 0
 check uffd-fail uffd uffd 1 0
 check crash prog tap 139 0
+check uffd-unit uffd-unit uffd-unit 139 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

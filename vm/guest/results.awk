@@ -6,7 +6,8 @@
 # Runs in the guest under busybox awk, so only POSIX awk is used.
 # Variables: group (name prefix), rc (the program's exit status),
 # fmt ("tap" for TAP/KTAP from kselftest, KUnit and cmocka; "uffd" for the
-# 6.1 userfaultfd selftest, which prints "testing X: ... done." lines),
+# 6.1 userfaultfd selftest, which prints "testing X: ... done." lines;
+# "uffd-unit" for uffd-unit-tests of 6.5+),
 # strict (1: a skipped case counts as a failure).
 #
 # A result is never inferred from the absence of a word: a TAP plan that is
@@ -113,10 +114,41 @@ function uffd_line(s,    name, rest) {
 	}
 }
 
+# uffd-unit-tests (6.5+): "Testing NAME on MEM... done", or "skipped
+# [reason: R]", or "failed [reason: R]"; a case may print lines in between.
+function unit_line(s,    r) {
+	if (s ~ /^Testing /) {
+		unit_verdict(s)
+		unit = substr(s, 9)
+		sub(/\.\.\. .*$/, "", unit)
+		sub(/\.\.\.$/, "", unit)
+		s = substr(s, index(s, "...") + 3)
+	}
+	if (unit != "")
+		unit_verdict(s)
+}
+
+function unit_verdict(s,    r) {
+	if (unit == "")
+		return
+	if (s ~ /done[ \t]*$/) {
+		emit(unit, "PASS", "")
+	} else if (match(s, /(skipped|failed) \[reason: /)) {
+		r = substr(s, RSTART + RLENGTH)
+		sub(/\][ \t]*$/, "", r)
+		emit(unit, s ~ /skipped \[reason: / ? "SKIP" : "FAIL", r)
+	} else {
+		return
+	}
+	unit = ""
+}
+
 {
 	s = strip_prefix($0)
 	if (fmt == "uffd")
 		uffd_line(s)
+	else if (fmt == "uffd-unit")
+		unit_line(s)
 	else
 		tap_line(s)
 }
@@ -132,6 +164,15 @@ END {
 			emit("run", "SKIP", "the selftest skipped (exit 4)")
 		else
 			emit("run", rc == 0 ? "PASS" : "FAIL", rc == 0 ? "" : "exit status " rc)
+		exit 0
+	}
+	if (fmt == "uffd-unit") {
+		if (unit != "")
+			emit(unit, "FAIL", "no verdict (exit status " rc ")")
+		if (rc == 4 && count["PASS"] + count["FAIL"] == 0)
+			emit("run", "SKIP", "userfaultfd unsupported or unprivileged (exit 4)")
+		else if (rc != 0 && count["FAIL"] == 0)
+			emit("exit", "FAIL", "exit status " rc " with no failing case")
 		exit 0
 	}
 	if (seen == 0 && rc == 4) {

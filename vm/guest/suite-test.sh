@@ -25,10 +25,11 @@ if [ -x $ST/userfaultfd ]; then
 	run_case uffd-shmem-collapse uffd 0 300 $ST/userfaultfd shmem:collapse 32 2
 	run_case uffd-shmem-dev uffd 0 300 $ST/userfaultfd shmem:dev 32 2
 else
+	# 6.5+: the feature tests are uffd-unit-tests (every test crossed
+	# with the memory types); uffd-stress is the old bounce test.
 	run_case uffd-unit-tests uffd-unit 0 600 $ST/uffd-unit-tests
 	run_case uffd-stress-shmem uffd 0 300 $ST/uffd-stress shmem 32 4
-	run_case uffd-stress-hugetlb_shared uffd 0 300 \
-		$ST/uffd-stress hugetlb-private 32 4
+	run_case uffd-stress-hugetlb uffd 0 300 $ST/uffd-stress hugetlb 32 4
 fi
 
 run_case fanotify-unpriv tap 0 120 su -s /bin/sh k513 -c $ST/fanotify_unpriv
