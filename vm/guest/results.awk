@@ -49,8 +49,13 @@ function tap_line(s,    indent, rest, verdict, name, directive, reason, n) {
 		planned += n
 		return
 	}
-	if (rest !~ /^(not )?ok [0-9]+/)
+	if (rest !~ /^(not )?ok [0-9]+/) {
+		# cmocka's skip() takes no reason: tests print it as a comment
+		# just before the result.
+		if (rest ~ /^# / && rest !~ /^# (Subtest|Totals|PASSED|FAILED|ok|not ok)/)
+			last_comment = substr(rest, 3)
 		return
+	}
 
 	verdict = "PASS"
 	if (rest ~ /^not /) {
@@ -73,8 +78,12 @@ function tap_line(s,    indent, rest, verdict, name, directive, reason, n) {
 		reason = directive
 		sub(/^[Ss][Kk][Ii][Pp] ?/, "", reason)
 		if (name == "") {
-			# cmocka: "ok 3 # SKIP test_name"
+			# cmocka: "not ok 3 # SKIP test_name"
 			name = reason
+			reason = last_comment
+			sub(/^[Ss]kip(ped)?( reason)?: */, "", reason)
+			if (reason == "")
+				reason = "no reason given"
 		}
 	} else if (toupper(directive) ~ /^TODO/ && verdict == "FAIL") {
 		verdict = "SKIP"
@@ -88,6 +97,7 @@ function tap_line(s,    indent, rest, verdict, name, directive, reason, n) {
 		}
 	}
 	seen++
+	last_comment = ""
 	emit(name, verdict, reason)
 }
 
