@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * fwbench: fanwatch against fsnotifywait -F and inotifywait -m -r on the
+ * same workload.  The generator is in-process and issues the syscalls
+ * directly (openat/write/close, renameat, unlinkat on fds of the 1000
+ * directories), so the watchers, not the generator, are the bottleneck.
+ *
+ *   fwbench [--fanwatch PATH] [--dirs N] [--files N] [--rate OPS] [--overflow]
+ *           [--setup TREE]
+ *
+ * Run it as the user the watchers should run as (run-bench.sh uses nobody).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#define EVENTS "create,modify,close_write,move,delete"
+#define PER_FILE 6	/* CREATE MODIFY CLOSE_WRITE MOVED_FROM MOVED_TO DELETE */
+
+enum tool { NONE, FANWATCH, FSNOTIFYWAIT, INOTIFYWAIT, NTOOLS };
+static const char *tool_name[] = { "none", "fanwatch", "fsnotifywait -F", "inotifywait" };
+
+static const char *fanwatch = "fanwatch";
+static int ndirs = 1000, nfiles = 100000;
+static long rate = 20000;		/* ops per second, 0 = as fast as possible */
+static char root[64], outdir[64];
+static int *dfd;
+
+struct result {
+	double gen_wall, gen_cpu;	/* generator */
+	double w_cpu;			/* watcher user+sys */
+	long delivered, overflows;
+	int status;			/* watcher exit status, -1 still running at end */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_self(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* Keep to `rate` operations a second: sleep until op k is due. */
+static void pace(long k, double start)
+{
+	double due;
+	struct timespec ts;
+
+	if (!rate || k % 64)
+		return;
+	due = start + (double)k / rate - now();
+	if (due > 0.0005) {
+		ts.tv_sec = (time_t)due;
+		ts.tv_nsec = (long)((due - ts.tv_sec) * 1e9);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void workload(struct result *r)
+{
+	static const char data[64] = "fwbench data";
+	double t0 = now(), c0 = cpu_self();
+	char a[32], b[32];
+	long i, k = 0;
+
+	for (i = 0; i < nfiles; i++, k++) {
+		int fd;
+
+		pace(k, t0);
+		snprintf(a, sizeof(a), "f%ld", i);
+		fd = openat(dfd[i % ndirs], a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 || write(fd, data, sizeof(data)) != sizeof(data))
+			die("create");
+		close(fd);
+	}
+	for (i = 0; i < nfiles; i++, k++) {
+		pace(k, t0);
+		snprintf(a, sizeof(a), "f%ld", i);
+		snprintf(b, sizeof(b), "g%ld", i);
+		if (renameat(dfd[i % ndirs], a, dfd[i % ndirs], b))
+			die("rename");
+	}
+	for (i = 0; i < nfiles; i++, k++) {
+		pace(k, t0);
+		snprintf(b, sizeof(b), "g%ld", i);
+		if (unlinkat(dfd[i % ndirs], b, 0))
+			die("unlink");
+	}
+	r->gen_wall = now() - t0;
+	r->gen_cpu = cpu_self() - c0;
+}
+
+static void make_tree(void)
+{
+	char name[32];
+	int i;
+
+	strcpy(root, "/tmp/fwbench.XXXXXX");
+	strcpy(outdir, "/tmp/fwbench-out.XXXXXX");
+	if (!mkdtemp(root) || !mkdtemp(outdir))
+		die("mkdtemp");
+	dfd = calloc(ndirs, sizeof(*dfd));
+	for (i = 0; i < ndirs; i++) {
+		snprintf(name, sizeof(name), "%s/d%03d", root, i);
+		if (mkdir(name, 0755))
+			die(name);
+		dfd[i] = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd[i] < 0)
+			die(name);
+	}
+}
+
+static int rm_one(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st, (void)type, (void)f;
+	return remove(p) && errno != ENOENT;
+}
+
+static void cleanup(void)
+{
+	if (root[0])
+		nftw(root, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+	if (outdir[0])
+		nftw(outdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+struct watcher {
+	pid_t pid;
+	int err;
+	char out[128];
+};
+
+static void tool_argv(enum tool t, const char *dir, const char **argv)
+{
+	int n = 0;
+
+	if (t == FANWATCH) {
+		argv[n++] = fanwatch;
+	} else if (t == FSNOTIFYWAIT) {
+		argv[n++] = "fsnotifywait";
+		argv[n++] = "-F";
+	} else {
+		argv[n++] = "inotifywait";
+	}
+	argv[n++] = "-m";
+	argv[n++] = "-r";
+	argv[n++] = "-e";
+	argv[n++] = EVENTS;
+	argv[n++] = "--format";
+	argv[n++] = "%w%f %e";
+	argv[n++] = dir;
+	argv[n] = NULL;
+}
+
+/* Start a watcher on dir and wait for its "Watches established." line. */
+static double start_watcher(struct watcher *w, enum tool t, const char *dir)
+{
+	const char *argv[16];
+	char buf[4096];
+	size_t len = 0;
+	double t0 = now();
+	int e[2], out;
+
+	tool_argv(t, dir, argv);
+	snprintf(w->out, sizeof(w->out), "%s/%d.out", outdir, (int)t);
+	out = open(w->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0 || pipe2(e, O_CLOEXEC))
+		die("watcher output");
+	w->pid = fork();
+	if (!w->pid) {
+		dup2(out, 1);
+		dup2(e[1], 2);
+		execvp(argv[0], (char **)argv);
+		_exit(127);
+	}
+	close(out);
+	close(e[1]);
+	w->err = e[0];
+	for (;;) {
+		struct pollfd p = { .fd = w->err, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 600000) <= 0)
+			break;
+		n = read(w->err, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += n;
+		buf[len] = '\0';
+		if (strstr(buf, "Watches established."))
+			return now() - t0;
+		if (len > sizeof(buf) / 2)
+			len = 0;
+	}
+	fprintf(stderr, "fwbench: %s did not start: %s\n", tool_name[t], buf);
+	exit(1);
+}
+
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+/* Wait until the output stops growing, then stop the watcher. */
+static void stop_watcher(struct watcher *w, struct result *r)
+{
+	off_t last = -1, s;
+	double stable = now();
+	struct rusage ru;
+	int st;
+
+	r->status = -1;
+	while (now() - stable < 1.5) {
+		usleep(100000);
+		s = size_of(w->out);
+		if (s != last) {
+			last = s;
+			stable = now();
+		}
+		if (wait4(w->pid, &st, WNOHANG, &ru) == w->pid) {
+			r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+	}
+	if (r->status == -1) {
+		kill(w->pid, SIGTERM);
+		wait4(w->pid, &st, 0, &ru);
+	}
+	close(w->err);
+	r->w_cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		   ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static bool is_event(const char *w, size_t n)
+{
+	static const char *const names[] = { "CREATE", "MODIFY", "CLOSE_WRITE",
+					     "MOVED_FROM", "MOVED_TO", "DELETE" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && !memcmp(w, names[i], n))
+			return true;
+	return false;
+}
+
+/* Count event names in the last field of each line, and overflow marks. */
+static void count(const char *path, struct result *r)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	r->delivered = r->overflows = 0;
+	if (!f)
+		return;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char *ev = strrchr(line, ' '), *w;
+
+		if (strstr(line, "OVERFLOW"))
+			r->overflows++;
+		if (!ev)
+			continue;
+		for (w = ev + 1; *w && *w != '\n';) {
+			size_t k = strcspn(w, ",\n");
+
+			r->delivered += is_event(w, k);
+			w += k + (w[k] == ',');
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+static struct result run_one(enum tool t)
+{
+	struct result r = { 0 };
+	struct watcher w;
+
+	if (t != NONE)
+		start_watcher(&w, t, root);
+	workload(&r);
+	if (t != NONE) {
+		stop_watcher(&w, &r);
+		count(w.out, &r);
+		unlink(w.out);
+	}
+	return r;
+}
+
+static void print_row(enum tool t, const struct result *r, const struct result *base)
+{
+	long expected = (long)nfiles * PER_FILE;
+
+	if (t == NONE) {
+		printf("%-16s %10s %10s %9s %8s %11s %9.2f %9.2f %7s\n", tool_name[t],
+		       "-", "-", "-", "-", "-", r->gen_wall, r->gen_cpu, "1.00");
+		return;
+	}
+	printf("%-16s %10ld %10ld %9ld %8.2f %11.4f %9.2f %9.2f %7.2f%s\n",
+	       tool_name[t], expected, r->delivered,
+	       expected > r->delivered ? expected - r->delivered : 0, r->w_cpu,
+	       r->w_cpu / (expected / 1000.0), r->gen_wall, r->gen_cpu,
+	       r->gen_cpu / base->gen_cpu, r->overflows || r->status >= 0 ? "  (!)" : "");
+	if (r->overflows || r->status >= 0)
+		printf("%16s overflow marks: %ld, watcher exit status: %d%s\n", "",
+		       r->overflows, r->status, r->status < 0 ? " (still running)" : "");
+}
+
+static void header(void)
+{
+	printf("%-16s %10s %10s %9s %8s %11s %9s %9s %7s\n", "watcher", "expected",
+	       "delivered", "lost", "cpu s", "cpu s/1k ev", "gen wall", "gen cpu",
+	       "gen x");
+}
+
+static void compare(void)
+{
+	struct result r[NTOOLS];
+	int t;
+
+	printf("workload: %d files in %d dirs: create+write, rename, delete = %ld events; rate %ld ops/s%s\n",
+	       nfiles, ndirs, (long)nfiles * PER_FILE, rate, rate ? "" : " (unthrottled)");
+	header();
+	for (t = NONE; t < NTOOLS; t++) {
+		r[t] = run_one(t);
+		print_row(t, &r[t], &r[NONE]);
+		fflush(stdout);
+	}
+	if (r[FSNOTIFYWAIT].w_cpu > 0 && r[INOTIFYWAIT].w_cpu > 0)
+		printf("ratios: fanwatch cpu / fsnotifywait cpu = %.2f (target <= 0.50), fanwatch cpu / inotifywait cpu = %.2f (target <= 1.00)\n\n",
+		       r[FANWATCH].w_cpu / r[FSNOTIFYWAIT].w_cpu,
+		       r[FANWATCH].w_cpu / r[INOTIFYWAIT].w_cpu);
+}
+
+static int dirs_seen;
+
+static int count_dir(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)p, (void)st, (void)f;
+	dirs_seen += type == FTW_D;
+	return 0;
+}
+
+static void setup_time(const char *tree)
+{
+	double t[NTOOLS] = { 0 };
+	struct result r;
+	int i;
+
+	nftw(tree, count_dir, 64, FTW_PHYS);
+	printf("recursive watch setup on %s (%d directories), seconds until \"Watches established.\":\n",
+	       tree, dirs_seen);
+	for (i = FANWATCH; i < NTOOLS; i++) {
+		struct watcher w;
+
+		t[i] = start_watcher(&w, i, tree);
+		stop_watcher(&w, &r);
+		unlink(w.out);
+		printf("  %-16s %8.3f s  (watcher cpu %.3f s)\n", tool_name[i], t[i], r.w_cpu);
+	}
+	printf("ratios: inotifywait / fanwatch = %.2f, fsnotifywait / fanwatch = %.2f (target > 1)\n\n",
+	       t[INOTIFYWAIT] / t[FANWATCH], t[FSNOTIFYWAIT] / t[FANWATCH]);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "fanwatch", required_argument, NULL, 'f' },
+		{ "dirs", required_argument, NULL, 'd' },
+		{ "files", required_argument, NULL, 'n' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "overflow", no_argument, NULL, 'o' },
+		{ "setup", required_argument, NULL, 's' },
+		{ 0 }
+	};
+	const char *tree = NULL;
+	bool overflow = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': fanwatch = optarg; break;
+		case 'd': ndirs = atoi(optarg); break;
+		case 'n': nfiles = atoi(optarg); break;
+		case 'r': rate = atol(optarg); break;
+		case 'o': overflow = true; break;
+		case 's': tree = optarg; break;
+		default:
+			fprintf(stderr, "usage: fwbench [--fanwatch PATH] [--dirs N] [--files N] [--rate OPS/s] [--overflow] [--setup TREE]\n");
+			return 1;
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (tree) {
+		strcpy(outdir, "/tmp/fwbench-out.XXXXXX");
+		if (!mkdtemp(outdir))
+			die("mkdtemp");
+		setup_time(tree);
+		cleanup();
+		return 0;
+	}
+	if (ndirs < 1 || nfiles < 1)
+		return 1;
+	make_tree();
+	if (!overflow) {
+		compare();
+	} else {
+		static const long rates[] = { 20000, 50000, 100000, 200000, 0 };
+		size_t i;
+
+		for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+			rate = rates[i];
+			compare();
+		}
+	}
+	cleanup();
+	return 0;
+}
