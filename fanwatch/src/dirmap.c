@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "dirmap.h"
+#include "snap.h"
 
 static uint64_t hash_key(const int32_t fsid[2], int type, unsigned int n,
 			 const unsigned char *h)
@@ -38,6 +39,7 @@ static void free_dir(struct fw_dir *d)
 {
 	if (d->fd >= 0)
 		close(d->fd);
+	fw_snap_free(d->snap);
 	free(d->name);
 	free(d->path);
 	free(d);

@@ -24,6 +24,7 @@ struct fw_dir {
 	size_t pathlen;
 	int fd;					/* O_PATH */
 	bool moved;				/* relabeled by a rename, MOVE_SELF due */
+	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
 	int32_t fsid[2];
 	int handle_type;
 	unsigned int handle_bytes;

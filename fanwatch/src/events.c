@@ -9,12 +9,15 @@
 #include <sys/stat.h>
 
 #include "decode.h"
+#include "snap.h"
 #include "watch.h"
 
 #define APPEAR	(FW_CREATE | FW_MOVED_TO)
 #define CONTENT	(FW_OPEN | FW_ACCESS | FW_MODIFY | FW_ATTRIB | FW_CLOSE_WRITE | \
 		 FW_CLOSE_NOWRITE)
 #define GONE	(FW_DELETE | FW_MOVED_FROM)
+
+static void snap_note(struct fw_dir *d, const char *name);
 
 void fw_stamp(struct fw_ctx *c)
 {
@@ -176,6 +179,13 @@ static void name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	name_bits(c, ev, d, name, m & GONE);
 }
 
+static void name_event_noted(struct fw_ctx *c, const struct fw_raw *ev,
+			     struct fw_dir *d, const char *name)
+{
+	name_event(c, ev, d, name);
+	snap_note(d, name);
+}
+
 static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d)
 {
 	bool self = ev->pid == c->pid;
@@ -215,6 +225,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		fw_emit(c, FW_MOVED_FROM, od, on, isdir, false, self, NULL, NULL);
 	else if (nd)
 		fw_emit(c, FW_MOVED_TO, nd, nn, isdir, false, self, NULL, NULL);
+	snap_note(od, on);
+	snap_note(nd, nn);
 	if (!isdir)
 		return;
 	if (s && nd && !fw_dir_reparent(s, nd, nn))
@@ -233,6 +245,18 @@ static void overflow(struct fw_ctx *c)
 			"16384 by default", c->o->rescan ? "; rescanning" :
 			"; --rescan-on-overflow rescans the tree");
 	fw_emit(c, FW_Q_OVERFLOW, NULL, "", false, false, false, NULL, NULL);
+	if (c->o->rescan)
+		fw_rescan(c);
+}
+
+/* --rescan-on-overflow: remember what the name is now that we saw its event. */
+static void snap_note(struct fw_dir *d, const char *name)
+{
+	struct stat st;
+
+	if (d && d->snap)
+		fw_snap_set(d->snap, name,
+			    fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) ? NULL : &st);
 }
 
 static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
@@ -249,7 +273,7 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 	if (!ev->dir.name || !strcmp(ev->dir.name, "."))
 		self_event(c, ev, d);
 	else
-		name_event(c, ev, d, ev->dir.name);
+		name_event_noted(c, ev, d, ev->dir.name);
 }
 
 void fw_handle_buffer(struct fw_ctx *c, const void *buf, size_t len)

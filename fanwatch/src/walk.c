@@ -11,6 +11,7 @@
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 
+#include "snap.h"
 #include "watch.h"
 
 void fw_err(const char *fmt, ...)
@@ -367,12 +368,20 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 			close(fd);
 		return;
 	}
+	if (c->o->rescan && !d->snap)
+		d->snap = fw_snap_new();
 	while ((de = readdir(dir))) {
+		struct stat st;
 		bool isdir;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		isdir = is_dir_entry(fd, de);
+		if (d->snap && !fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+			fw_snap_set(d->snap, de->d_name, &st);
+			isdir = S_ISDIR(st.st_mode);
+		} else {
+			isdir = is_dir_entry(fd, de);
+		}
 		if (report)
 			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
 		if (isdir && c->o->recursive)
@@ -425,4 +434,97 @@ void fw_setup_done(struct fw_ctx *c)
 		read_sysctl("max_user_marks"), c->unwatched,
 		c->unwatched == 1 ? "y" : "ies");
 	c->unwatched = 0;
+}
+
+struct sweep_arg {
+	struct fw_ctx *c;
+	struct fw_dir *d;
+};
+
+static void report_gone(const struct fw_snap_ent *e, void *arg)
+{
+	struct sweep_arg *a = arg;
+	struct fw_dir *s = e->isdir ? fw_dir_child(a->d, e->name) : NULL;
+
+	fw_emit(a->c, FW_DELETE, a->d, e->name, e->isdir, true, false, NULL, NULL);
+	if (s)
+		fw_unwatch_tree(a->c, s);
+}
+
+/* Compare one directory with its snapshot; report and fix what differs. */
+static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct sweep_arg arg = { c, d };
+	struct namelist fresh = { 0 };
+	struct fw_dir *ch;
+	struct dirent *de;
+	DIR *dir;
+	size_t i;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		struct stat st;
+		bool isdir;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		isdir = S_ISDIR(st.st_mode);
+		switch (fw_snap_check(d->snap, de->d_name, &st)) {
+		case FW_SNAP_SAME:
+			break;
+		case FW_SNAP_MODIFIED:
+			fw_emit(c, FW_MODIFY, d, de->d_name, isdir, true, false, NULL, NULL);
+			break;
+		case FW_SNAP_REPLACED:
+			fw_emit(c, FW_DELETE, d, de->d_name, isdir, true, false, NULL, NULL);
+			if ((ch = fw_dir_child(d, de->d_name)))
+				fw_unwatch_tree(c, ch);
+			/* fall through */
+		case FW_SNAP_NEW:
+			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
+			if (isdir && c->o->recursive)
+				namelist_add(&fresh, de->d_name);
+			break;
+		}
+	}
+	closedir(dir);
+	fw_snap_sweep(d->snap, report_gone, &arg);
+	for (ch = d->child; ch; ch = ch->next)
+		if (ch->snap)
+			rescan_dir(c, ch);
+	for (i = 0; i < fresh.n; i++) {
+		if (!fw_dir_child(d, fresh.v[i]) && !excluded(c, d, fresh.v[i]) &&
+		    (ch = fw_watch_dir(c, d, fresh.v[i])))
+			fw_scan(c, ch, true);
+		free(fresh.v[i]);
+	}
+	free(fresh.v);
+}
+
+void fw_rescan(struct fw_ctx *c)
+{
+	struct fw_dir **roots = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < c->map.nbucket; i++) {
+		struct fw_dir *d;
+
+		for (d = c->map.bucket[i]; d; d = d->hnext) {
+			if (d->parent || !d->snap)
+				continue;
+			roots = realloc(roots, (n + 1) * sizeof(*roots));
+			if (!roots)
+				return;
+			roots[n++] = d;
+		}
+	}
+	for (i = 0; i < n; i++)
+		rescan_dir(c, roots[i]);
+	free(roots);
 }

@@ -392,30 +392,48 @@ static void own_events(void **state)
 	finish();
 }
 
-static void overflow(void **state)
+static long queue_limit(void)
 {
-	static const char *const args[] = { "-m", "-e", "create", "--format", "%e %f", "w", NULL };
-	long max = 16384;
 	FILE *f = fopen("/proc/sys/fs/fanotify/max_queued_events", "r");
-	bool seen = false;
-	char name[32], *l;
-	long i, n = 0;
+	long max = 16384;
 
-	(void)state;
 	if (f) {
 		if (fscanf(f, "%ld", &max) != 1)
 			max = 16384;
 		fclose(f);
 	}
-	if (max > 100000)
-		skip();
-	spawn(args, true);
-	kill(P.pid, SIGSTOP);	/* let the queue fill up */
+	return max;
+}
+
+/* Stop the watcher, make more events than the queue holds, resume it. */
+static long flood(long max, void (*also)(void))
+{
+	char name[32];
+	long i;
+
+	kill(P.pid, SIGSTOP);
 	for (i = 0; i < max + 100; i++) {
 		snprintf(name, sizeof(name), "w/%ld", i);
 		write_file(name, "");
 	}
+	if (also)
+		also();		/* lost too: the queue is full */
 	kill(P.pid, SIGCONT);
+	return i;
+}
+
+static void overflow(void **state)
+{
+	static const char *const args[] = { "-m", "-e", "create", "--format", "%e %f", "w", NULL };
+	long max = queue_limit(), n = 0;
+	bool seen = false;
+	char *l;
+
+	(void)state;
+	if (max > 100000)
+		skip();
+	spawn(args, true);
+	flood(max, NULL);
 	while (!seen && (l = next_line(LINE_TIMEOUT_MS))) {
 		seen = !strcmp(l, "Q_OVERFLOW ");
 		n++;
@@ -425,6 +443,50 @@ static void overflow(void **state)
 	assert_int_equal(n, max + 1);
 	assert_true(wait_err("the event queue overflowed", LINE_TIMEOUT_MS));
 	finish();
+}
+
+static void change_old_files(void)
+{
+	unlink("w/old");
+	write_file("w/mod", "22");
+}
+
+/*
+ * With --rescan-on-overflow the lost creations, a lost modification and a
+ * lost deletion come back as SCAN events: every name is accounted for.
+ */
+static void overflow_rescan(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--rescan-on-overflow",
+					    "--format", "%e %f", "w", NULL };
+	long max = queue_limit(), files, created = 0, scanned = 0;
+	bool overflowed = false, modified = false, deleted = false;
+	char *l;
+
+	(void)state;
+	if (max > 100000)
+		skip();
+	write_file("w/old", "1");
+	write_file("w/mod", "1");
+	spawn(args, true);
+	/* Each file makes one merged CREATE|CLOSE_WRITE event. */
+	files = flood(max, change_old_files);
+	while ((l = next_line(2000))) {
+		if (!strcmp(l, "Q_OVERFLOW "))
+			overflowed = true;
+		else if (!strncmp(l, "CREATE ", 7))
+			created++;
+		else if (!strncmp(l, "CREATE,SCAN ", 12))
+			scanned++;
+		modified |= !strcmp(l, "MODIFY,SCAN mod");
+		deleted |= !strcmp(l, "DELETE,SCAN old");
+		free(l);
+	}
+	finish();
+	assert_true(overflowed);
+	assert_true(modified);
+	assert_true(deleted);
+	assert_int_equal(created + scanned, files);
 }
 
 static void act_touch(void)
@@ -503,6 +565,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(filters, fresh),
 		cmocka_unit_test_setup(own_events, fresh),
 		cmocka_unit_test_setup(overflow, fresh),
+		cmocka_unit_test_setup(overflow_rescan, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
