@@ -95,15 +95,8 @@ static void adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 {
 	struct fw_dir *d;
 
-	if (!c->o->recursive)
+	if (!c->o->recursive || fw_excluded(c, parent, name))
 		return;
-	{
-		char path[8192];
-
-		snprintf(path, sizeof(path), "%s%s", parent->path, name);
-		if (c->o->filter.has_ex && fw_filter_excluded(&c->o->filter, path))
-			return;
-	}
 	d = fw_watch_dir(c, parent, name);
 	if (d)
 		fw_scan(c, d, report);

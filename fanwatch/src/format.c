@@ -175,12 +175,11 @@ void fw_csv_field(FILE *f, const char *str)
  * surrogate, as Python's surrogateescape does), so the byte can be
  * recovered and the line stays one line.
  */
-void fw_json_string(FILE *f, const char *str)
+static void json_escape(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t n;
 
-	putc('"', f);
 	for (; *s; s += n) {
 		n = utf8_len(s);
 		if (*s == '"' || *s == '\\') {
@@ -199,28 +198,22 @@ void fw_json_string(FILE *f, const char *str)
 		}
 		n += !n;
 	}
+}
+
+void fw_json_string(FILE *f, const char *str)
+{
+	putc('"', f);
+	json_escape(f, str);
 	putc('"', f);
 }
 
+/* dir ends in '/', so no UTF-8 sequence spans the two parts. */
 static void json_path(FILE *f, const char *dir, const char *name)
 {
-	char *p = NULL;
-	size_t len = 0;
-	FILE *m;
-
-	/* Escape dir and name as one string without allocating per event. */
-	if (!*name) {
-		fw_json_string(f, dir);
-		return;
-	}
-	m = open_memstream(&p, &len);
-	if (!m)
-		return;
-	fputs(dir, m);
-	fputs(name, m);
-	fclose(m);
-	fw_json_string(f, p);
-	free(p);
+	putc('"', f);
+	json_escape(f, dir);
+	json_escape(f, name);
+	putc('"', f);
 }
 
 static void print_json(FILE *f, const struct fw_out *e, const char *isotime)

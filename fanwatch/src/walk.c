@@ -311,8 +311,7 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 }
 
 /* -r leaves out directories matching --exclude, matched without the '/'. */
-static bool excluded(struct fw_ctx *c, const struct fw_dir *parent,
-		     const char *name)
+bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
 {
 	char *p;
 	bool ex;
@@ -392,7 +391,7 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 	for (i = 0; i < subs.n; i++) {
 		struct fw_dir *s = NULL;
 
-		if (!excluded(c, d, subs.v[i]))
+		if (!fw_excluded(c, d, subs.v[i]))
 			s = fw_watch_dir(c, d, subs.v[i]);
 		if (s)
 			fw_scan(c, s, report);
@@ -421,7 +420,8 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 		fw_err("cannot watch '%s'", path);
 		return -1;
 	}
-	if (c->o->recursive)
+	/* --rescan-on-overflow needs the first snapshot even without -r. */
+	if (c->o->recursive || c->o->rescan)
 		fw_scan(c, d, false);
 	return 0;
 }
@@ -499,7 +499,7 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		if (ch->snap)
 			rescan_dir(c, ch);
 	for (i = 0; i < fresh.n; i++) {
-		if (!fw_dir_child(d, fresh.v[i]) && !excluded(c, d, fresh.v[i]) &&
+		if (!fw_dir_child(d, fresh.v[i]) && !fw_excluded(c, d, fresh.v[i]) &&
 		    (ch = fw_watch_dir(c, d, fresh.v[i])))
 			fw_scan(c, ch, true);
 		free(fresh.v[i]);

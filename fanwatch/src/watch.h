@@ -54,6 +54,8 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 /* List d; report entries as created (found by scan) if report; recurse with -r. */
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report);
 void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d);
+/* Is parent/name a directory --exclude keeps -r from watching? */
+bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name);
 /* After an overflow: compare the tree with the snapshots, report changes. */
 void fw_rescan(struct fw_ctx *c);
 
