@@ -38,20 +38,25 @@ void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static long read_sysctl(const char *name)
+static long read_long(const char *path)
 {
-	char path[128];
 	long v = -1;
-	FILE *f;
+	FILE *f = fopen(path, "re");
 
-	snprintf(path, sizeof(path), "/proc/sys/fs/fanotify/%s", name);
-	f = fopen(path, "re");
 	if (f) {
 		if (fscanf(f, "%ld", &v) != 1)
 			v = -1;
 		fclose(f);
 	}
 	return v;
+}
+
+static long read_sysctl(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/proc/sys/fs/fanotify/%s", name);
+	return read_long(path);
 }
 
 static bool kernel_older_than(int maj, int min)
@@ -430,9 +435,15 @@ void fw_setup_done(struct fw_ctx *c)
 {
 	if (!c->unwatched)
 		return;
-	fw_warn(c, "reached the fanotify mark limit (fs.fanotify.max_user_marks = %ld, per user): %u director%s left unwatched; raise it with 'sysctl fs.fanotify.max_user_marks=N'",
-		read_sysctl("max_user_marks"), c->unwatched,
-		c->unwatched == 1 ? "y" : "ies");
+	long fs = read_sysctl("max_user_marks");
+	/* In a user namespace its own, possibly lower, limit applies too. */
+	long ns = read_long("/proc/sys/user/max_fanotify_marks");
+	char nsmsg[96] = "";
+
+	if (ns >= 0 && ns != fs)
+		snprintf(nsmsg, sizeof(nsmsg), "; this user namespace's user.max_fanotify_marks = %ld", ns);
+	fw_warn(c, "reached the fanotify mark limit (fs.fanotify.max_user_marks = %ld, per user%s): %u director%s left unwatched; raise it with 'sysctl fs.fanotify.max_user_marks=N'",
+		fs, nsmsg, c->unwatched, c->unwatched == 1 ? "y" : "ies");
 	c->unwatched = 0;
 }
 

@@ -44,6 +44,7 @@ struct proc {
 };
 
 static struct proc P;
+static void (*pre_exec)(void);	/* run in the child before exec */
 
 static int64_t now_ms(void)
 {
@@ -104,6 +105,8 @@ static void spawn(const char *const *args, bool wait_ready)
 	if (!P.pid) {
 		dup2(o[1], 1);
 		dup2(e[1], 2);
+		if (pre_exec)
+			pre_exec();
 		execv(fanwatch, (char **)argv);
 		_exit(127);
 	}
@@ -494,6 +497,51 @@ static void act_touch(void)
 	write_file("w/x", "");
 }
 
+/*
+ * The mark limit, reproduced without privilege: a new user namespace has
+ * its own user.max_fanotify_marks, which its owner may lower.
+ */
+static int limit_marks(void)
+{
+	int fd;
+
+	if (unshare(CLONE_NEWUSER))
+		return -1;
+	fd = open("/proc/sys/user/max_fanotify_marks", O_WRONLY);
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static void limit_marks_or_die(void)
+{
+	if (limit_marks())
+		_exit(126);
+}
+
+static void mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+	pid_t pid = fork();
+	int st;
+
+	(void)state;
+	if (!pid)
+		_exit(limit_marks() ? 1 : 0);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		skip();		/* no user namespaces here */
+	assert_int_equal(mkdir("w/a", 0755) | mkdir("w/a/b", 0755) |
+			 mkdir("w/c", 0755) | mkdir("w/d", 0755) | mkdir("w/d/e", 0755), 0);
+	pre_exec = limit_marks_or_die;
+	spawn(args, true);
+	pre_exec = NULL;
+	assert_non_null(strstr(P.ebuf, "reached the fanotify mark limit (fs.fanotify.max_user_marks = "));
+	assert_non_null(strstr(P.ebuf, "user.max_fanotify_marks = 3): 3 directories left unwatched"));
+	finish();
+}
+
 static void exit_codes(void **state)
 {
 	static const char *const once[] = { "w", NULL };
@@ -566,6 +614,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(own_events, fresh),
 		cmocka_unit_test_setup(overflow, fresh),
 		cmocka_unit_test_setup(overflow_rescan, fresh),
+		cmocka_unit_test_setup(mark_limit, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
