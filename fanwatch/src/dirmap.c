@@ -228,6 +228,16 @@ static int relabel(struct fw_dir *d)
 	return ret;
 }
 
+int fw_dir_rename_root(struct fw_dir *d, const char *path)
+{
+	struct fw_dir *c;
+	int ret = set_path(d, path);
+
+	for (c = d->child; c && !ret; c = c->next)
+		ret = relabel(c);
+	return ret;
+}
+
 int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
 		    const char *newname)
 {

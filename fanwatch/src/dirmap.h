@@ -52,6 +52,8 @@ void fw_dirmap_remove_tree(struct fw_dirmap *m, struct fw_dir *d,
 			   void (*fn)(struct fw_dir *d, void *arg), void *arg);
 
 struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name);
+/* A root's new path, relabeling its subtree. */
+int fw_dir_rename_root(struct fw_dir *d, const char *path);
 /* Move d under newparent as newname, relabeling its subtree. */
 int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
 		    const char *newname);

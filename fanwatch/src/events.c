@@ -113,13 +113,20 @@ static void drop_dir(struct fw_ctx *c, struct fw_dir *d, bool self)
 	fw_unwatch_tree(c, d);
 }
 
+/* The order in which the bits of one merged event happened. */
+static const uint32_t order[] = {
+	FW_CREATE, FW_MOVED_TO, FW_OPEN, FW_ACCESS, FW_MODIFY, FW_ATTRIB,
+	FW_CLOSE_WRITE, FW_CLOSE_NOWRITE, FW_MOVED_FROM, FW_DELETE,
+};
+
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		      struct fw_dir *d, const char *name, uint32_t bits)
 {
 	bool isdir = ev->mask & FW_ONDIR, self = ev->pid == c->pid;
-	uint32_t b;
+	size_t i;
 
-	for (b = 1; b && b <= FW_MOVE_SELF; b <<= 1) {
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		uint32_t b = order[i];
 		struct fw_dir *s;
 
 		if (!(bits & b))
@@ -164,12 +171,10 @@ static void name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	    !fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
-		name_bits(c, ev, d, name, m & (APPEAR | CONTENT));
+		name_bits(c, ev, d, name, m & ~GONE);
 		return;
 	}
-	name_bits(c, ev, d, name, m & APPEAR);
-	name_bits(c, ev, d, name, m & CONTENT);
-	name_bits(c, ev, d, name, m & GONE);
+	name_bits(c, ev, d, name, m);
 }
 
 static void name_event_noted(struct fw_ctx *c, const struct fw_raw *ev,
@@ -177,6 +182,25 @@ static void name_event_noted(struct fw_ctx *c, const struct fw_raw *ev,
 {
 	name_event(c, ev, d, name);
 	snap_note(d, name);
+}
+
+/*
+ * A top directory moved: nothing reports where to, but the kernel knows
+ * its path; later events use it (absolute) rather than the stale one.
+ */
+static void follow_root(struct fw_dir *d)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", d->fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return;
+	path[n] = '\0';
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		return;
+	fw_dir_rename_root(d, path);
 }
 
 static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d)
@@ -190,6 +214,8 @@ static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 			d->moved = false;	/* its rename was seen and followed */
 		else if (d->parent)
 			fw_unwatch_tree(c, d);	/* it left the watched tree */
+		else
+			follow_root(d);
 	}
 	if ((ev->mask & FW_DELETE_SELF) && (d = lookup(c, &ev->dir))) {
 		fw_emit(c, FW_DELETE_SELF, d, "", true, false, self, NULL, NULL);

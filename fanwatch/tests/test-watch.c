@@ -298,6 +298,22 @@ static void workload(void **state)
 
 #define ODD "q\"u,o\nte\xff"
 
+/* A moved top directory: later events carry its new (absolute) path. */
+static void root_moved(void **state)
+{
+	char cwd[256], want[512];
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	spawn(monitor, true);
+	assert_int_equal(rename("w", "out/w2"), 0);
+	EXPECT("w/ MOVE_SELF,ISDIR ");
+	write_file("out/w2/x", "");
+	snprintf(want, sizeof(want), "%s/out/w2/ CREATE x", cwd);
+	EXPECT(want);
+	finish();
+}
+
 static void odd_names_csv(void **state)
 {
 	static const char *const args[] = { "-m", "--csv", "w", NULL };
@@ -606,6 +622,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(workload, fresh),
+		cmocka_unit_test_setup(root_moved, fresh),
 		cmocka_unit_test_setup(odd_names_csv, fresh),
 		cmocka_unit_test_setup(odd_names_json, fresh),
 		cmocka_unit_test_setup(new_dir_scanned, fresh),
