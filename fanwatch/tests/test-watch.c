@@ -558,6 +558,32 @@ static void mark_limit(void **state)
 	finish();
 }
 
+static void act_skip_then_keep(void)
+{
+	write_file("w/skip/no", "");
+	write_file("w/x", "");
+}
+
+/* --fromfile with an @exclusion, -o, --format with %T and --timefmt. */
+static void fromfile_outfile(void **state)
+{
+	static const char *const args[] = { "-r", "--fromfile", "out/list", "-o", "out/log",
+					    "--format", "[%T] %w%f %e", "--timefmt", "%%", NULL };
+	char buf[256] = "";
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(mkdir("w/skip", 0755), 0);
+	write_file("out/list", "w\n@w/skip\n");
+	assert_int_equal(run(args, act_skip_then_keep), 0);
+	assert_non_null(strstr(P.ebuf, "Watches established."));
+	f = fopen("out/log", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "[%] w/x CREATE\n");
+}
+
 static void exit_codes(void **state)
 {
 	static const char *const once[] = { "w", NULL };
@@ -632,6 +658,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(overflow, fresh),
 		cmocka_unit_test_setup(overflow_rescan, fresh),
 		cmocka_unit_test_setup(mark_limit, fresh),
+		cmocka_unit_test_setup(fromfile_outfile, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
