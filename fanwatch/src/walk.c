@@ -14,15 +14,20 @@
 #include "snap.h"
 #include "watch.h"
 
+static void vsay(const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void fw_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("fanwatch: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay("fanwatch: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
@@ -31,11 +36,22 @@ void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
 
 	if (c->o->quiet > 1)
 		return;
-	fputs("fanwatch: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay("fanwatch: warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+/* A top directory that cannot be watched is an error, a subdirectory not. */
+static void __attribute__((format(printf, 3, 4)))
+complain(const struct fw_ctx *c, bool fatal, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fatal && c->o->quiet > 1)
+		return;
+	va_start(ap, fmt);
+	vsay(fatal ? "fanwatch: " : "fanwatch: warning: ", fmt, ap);
+	va_end(ap);
 }
 
 static long read_long(const char *path)
@@ -180,7 +196,7 @@ static const char *fs_name(long type)
 }
 
 /* One message per reason a directory cannot be watched. */
-static void mark_error(struct fw_ctx *c, const char *path, int fd, int err)
+static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, int err)
 {
 	struct statfs sf;
 	const char *fs = NULL;
@@ -195,26 +211,27 @@ static void mark_error(struct fw_ctx *c, const char *path, int fd, int err)
 	}
 	switch (err) {
 	case ENODEV:
-		fw_warn(c, "cannot watch %s: its filesystem (%s) reports a zero fsid (ENODEV), which fanotify cannot identify",
+		complain(c, fatal, "cannot watch %s: its filesystem (%s) reports a zero fsid (ENODEV), which fanotify cannot identify",
 			path, fs ? fs : "?");
 		break;
 	case EOPNOTSUPP:
-		fw_warn(c, "cannot watch %s: its filesystem (%s) does not support file handles (EOPNOTSUPP)",
+		complain(c, fatal, "cannot watch %s: its filesystem (%s) does not support file handles (EOPNOTSUPP)",
 			path, fs ? fs : "?");
 		break;
 	case EXDEV:
-		fw_warn(c, "cannot watch %s: its fsid differs from its filesystem's root (%s, e.g. a btrfs subvolume: EXDEV)",
+		complain(c, fatal, "cannot watch %s: its fsid differs from its filesystem's root (%s, e.g. a btrfs subvolume: EXDEV)",
 			path, fs ? fs : "?");
 		break;
 	case EACCES:
-		fw_warn(c, "cannot watch %s: permission denied (fanotify needs read access); skipped", path);
+		complain(c, fatal, "cannot watch %s: permission denied (fanotify needs read access)%s",
+			 path, fatal ? "" : "; skipped");
 		break;
 	case EMFILE:
 	case ENFILE:
-		fw_warn(c, "cannot watch %s: out of file descriptors (one per directory); raise ulimit -n", path);
+		complain(c, fatal, "cannot watch %s: out of file descriptors (one per directory); raise ulimit -n", path);
 		break;
 	default:
-		fw_warn(c, "cannot watch %s: %s", path, strerror(err));
+		complain(c, fatal, "cannot watch %s: %s", path, strerror(err));
 	}
 }
 
@@ -275,7 +292,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		if (err == ENOSPC) {
 			c->unwatched += count_dirs(parent ? parent->fd : AT_FDCWD, name);
 		} else if (!(parent && err == ENOENT)) {
-			mark_error(c, p ? p : name, fd, err);
+			mark_error(c, !parent, p ? p : name, fd, err);
 			c->skipped++;
 		}
 		free(p);
@@ -303,7 +320,7 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 		if (!parent || errno != ENOENT) {
 			char *p = join(parent, name);
 
-			mark_error(c, p ? p : name, -1, errno);
+			mark_error(c, !parent, p ? p : name, -1, errno);
 			free(p);
 			c->skipped++;
 		}
@@ -420,9 +437,7 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 	}
 	d = fw_watch_dir(c, NULL, path);
 	if (!d) {
-		if (c->unwatched)
-			fw_setup_done(c);
-		fw_err("cannot watch '%s'", path);
+		fw_setup_done(c);	/* the mark limit, if that was it */
 		return -1;
 	}
 	/* --rescan-on-overflow needs the first snapshot even without -r. */
