@@ -6,7 +6,7 @@
  * directories), so the watchers, not the generator, are the bottleneck.
  *
  *   fwbench [--fanwatch PATH] [--dirs N] [--files N] [--rate OPS] [--overflow]
- *           [--setup TREE] [--base DIR]
+ *           [--setup TREE] [--base DIR] [--jobs N] [--repeat N]
  *
  * Run it as the user the watchers should run as (run-bench.sh uses nobody).
  */
@@ -38,6 +38,8 @@ static const char *tool_name[] = { "none", "fanwatch", "fsnotifywait -F", "inoti
 static const char *fanwatch = "fanwatch";
 static int ndirs = 1000, nfiles = 100000;
 static long rate = 20000;		/* ops per second, 0 = as fast as possible */
+static int jobs = 1;			/* generator processes */
+static int repeat = 1;			/* runs per tool; the cheapest is shown */
 static const char *base = "/tmp";	/* where the workload tree goes */
 static char root[4096], outdir[64];
 static int *dfd;
@@ -57,15 +59,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double cpu_self(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 static void die(const char *what)
 {
 	perror(what);
@@ -73,14 +66,14 @@ static void die(const char *what)
 }
 
 /* Keep to `rate` operations a second: sleep until op k is due. */
-static void pace(long k, double start)
+static void pace(long k, double start, long jobrate)
 {
 	double due;
 	struct timespec ts;
 
-	if (!rate || k % 64)
+	if (!jobrate || k % 64)
 		return;
-	due = start + (double)k / rate - now();
+	due = start + (double)k / jobrate - now();
 	if (due > 0.0005) {
 		ts.tv_sec = (time_t)due;
 		ts.tv_nsec = (long)((due - ts.tv_sec) * 1e9);
@@ -88,38 +81,76 @@ static void pace(long k, double start)
 	}
 }
 
-static void workload(struct result *r)
+/* One generator process: files job, job + jobs, ... through three phases. */
+static void generate(int job)
 {
 	static const char data[64] = "fwbench data";
-	double t0 = now(), c0 = cpu_self();
+	double t0 = now();
+	long i, k = 0, jobrate = rate / jobs;
 	char a[32], b[32];
-	long i, k = 0;
 
-	for (i = 0; i < nfiles; i++, k++) {
+	for (i = job; i < nfiles; i += jobs, k++) {
 		int fd;
 
-		pace(k, t0);
+		pace(k, t0, jobrate);
 		snprintf(a, sizeof(a), "f%ld", i);
 		fd = openat(dfd[i % ndirs], a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0 || write(fd, data, sizeof(data)) != sizeof(data))
 			die("create");
 		close(fd);
 	}
-	for (i = 0; i < nfiles; i++, k++) {
-		pace(k, t0);
+	for (i = job; i < nfiles; i += jobs, k++) {
+		pace(k, t0, jobrate);
 		snprintf(a, sizeof(a), "f%ld", i);
 		snprintf(b, sizeof(b), "g%ld", i);
 		if (renameat(dfd[i % ndirs], a, dfd[i % ndirs], b))
 			die("rename");
 	}
-	for (i = 0; i < nfiles; i++, k++) {
-		pace(k, t0);
+	for (i = job; i < nfiles; i += jobs, k++) {
+		pace(k, t0, jobrate);
 		snprintf(b, sizeof(b), "g%ld", i);
 		if (unlinkat(dfd[i % ndirs], b, 0))
 			die("unlink");
 	}
+}
+
+static double cpu_children(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * The generator runs as `jobs` child processes; the watcher is reaped
+ * only later, so the RUSAGE_CHILDREN delta is the generators' alone.
+ */
+static void workload(struct result *r)
+{
+	double t0 = now(), c0 = cpu_children();
+	int j;
+
+	pid_t pid[64];
+
+	for (j = 0; j < jobs; j++) {
+		pid[j] = fork();
+		if (pid[j] < 0)
+			die("fork");
+		if (!pid[j]) {
+			generate(j);
+			_exit(0);
+		}
+	}
+	for (j = 0; j < jobs; j++) {
+		int st;
+
+		if (waitpid(pid[j], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			die("generator");
+	}
 	r->gen_wall = now() - t0;
-	r->gen_cpu = cpu_self() - c0;
+	r->gen_cpu = cpu_children() - c0;
 }
 
 static void make_tree(void)
@@ -310,7 +341,14 @@ static void count(const char *path, struct result *r)
 	fclose(f);
 }
 
-static struct result run_one(enum tool t)
+/* Watcher CPU per 1000 events it delivered (a watcher that quit early
+ * handled fewer events; dividing by the expected count would flatter it). */
+static double per_kevent(const struct result *r)
+{
+	return r->delivered ? r->w_cpu / (r->delivered / 1000.0) : 0;
+}
+
+static struct result run_once(enum tool t)
 {
 	struct result r = { 0 };
 	struct watcher w;
@@ -326,16 +364,35 @@ static struct result run_one(enum tool t)
 	return r;
 }
 
-/* Watcher CPU per 1000 events it delivered (a watcher that quit early
- * handled fewer events; dividing by the expected count would flatter it). */
-static double per_kevent(const struct result *r)
+/*
+ * Other load on the machine only ever adds CPU time: of `repeat` runs the
+ * cheapest is shown, but the most events lost in any of them.
+ */
+static struct result run_one(enum tool t)
 {
-	return r->delivered ? r->w_cpu / (r->delivered / 1000.0) : 0;
+	struct result best = run_once(t), r;
+	int i;
+
+	for (i = 1; i < repeat; i++) {
+		r = run_once(t);
+		if (r.delivered < best.delivered)
+			best.delivered = r.delivered, best.overflows = r.overflows,
+			best.status = r.status;
+		if (t == NONE ? r.gen_cpu < best.gen_cpu : per_kevent(&r) < per_kevent(&best)) {
+			r.delivered = best.delivered;
+			r.overflows = best.overflows;
+			r.status = best.status;
+			best = r;
+		}
+	}
+	return best;
 }
 
 static void print_row(enum tool t, const struct result *r, const struct result *base)
 {
 	long expected = (long)nfiles * PER_FILE;
+	long lost = expected > r->delivered ? expected - r->delivered : 0;
+	bool odd = lost || r->overflows || r->status >= 0;
 
 	if (t == NONE) {
 		printf("%-16s %10s %10s %9s %8s %11s %9.2f %9.2f %7s\n", tool_name[t],
@@ -344,12 +401,16 @@ static void print_row(enum tool t, const struct result *r, const struct result *
 	}
 	printf("%-16s %10ld %10ld %9ld %8.2f %11.4f %9.2f %9.2f %7.2f%s\n",
 	       tool_name[t], expected, r->delivered,
-	       expected > r->delivered ? expected - r->delivered : 0, r->w_cpu,
-	       per_kevent(r), r->gen_wall, r->gen_cpu,
-	       r->gen_cpu / base->gen_cpu, r->overflows || r->status >= 0 ? "  (!)" : "");
-	if (r->overflows || r->status >= 0)
-		printf("%16s overflow marks: %ld, watcher exit status: %d%s\n", "",
-		       r->overflows, r->status, r->status < 0 ? " (still running)" : "");
+	       lost, r->w_cpu, per_kevent(r), r->gen_wall, r->gen_cpu,
+	       r->gen_cpu / base->gen_cpu, odd ? "  (!)" : "");
+	if (!odd)
+		return;
+	if (r->status >= 0)
+		printf("%16s overflow lines: %ld; the watcher exited with status %d\n", "",
+		       r->overflows, r->status);
+	else
+		printf("%16s overflow lines: %ld; the watcher kept running%s\n", "",
+		       r->overflows, lost && !r->overflows ? ", events lost silently" : "");
 }
 
 static void header(void)
@@ -364,8 +425,9 @@ static void compare(void)
 	struct result r[NTOOLS];
 	int t;
 
-	printf("workload: %d files in %d dirs under %s: create+write, rename, delete = %ld events; rate %ld ops/s%s\n",
-	       nfiles, ndirs, base, (long)nfiles * PER_FILE, rate, rate ? "" : " (unthrottled)");
+	printf("workload: %d files in %d dirs under %s: create+write, rename, delete = %ld events; %d generator%s, rate %ld ops/s%s; best of %d\n",
+	       nfiles, ndirs, base, (long)nfiles * PER_FILE, jobs, jobs > 1 ? "s" : "",
+	       rate, rate ? "" : " (unthrottled)", repeat);
 	header();
 	for (t = NONE; t < NTOOLS; t++) {
 		r[t] = run_one(t);
@@ -418,6 +480,8 @@ int main(int argc, char **argv)
 		{ "overflow", no_argument, NULL, 'o' },
 		{ "setup", required_argument, NULL, 's' },
 		{ "base", required_argument, NULL, 'b' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "repeat", required_argument, NULL, 'R' },
 		{ 0 }
 	};
 	const char *tree = NULL;
@@ -433,8 +497,10 @@ int main(int argc, char **argv)
 		case 'o': overflow = true; break;
 		case 's': tree = optarg; break;
 		case 'b': base = optarg; break;
+		case 'j': jobs = atoi(optarg); break;
+		case 'R': repeat = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: fwbench [--fanwatch PATH] [--dirs N] [--files N] [--rate OPS/s] [--overflow] [--setup TREE] [--base DIR]\n");
+			fprintf(stderr, "usage: fwbench [--fanwatch PATH] [--dirs N] [--files N] [--rate OPS/s] [--overflow] [--setup TREE] [--base DIR] [--jobs N] [--repeat N]\n");
 			return 1;
 		}
 	}
@@ -447,17 +513,20 @@ int main(int argc, char **argv)
 		cleanup();
 		return 0;
 	}
-	if (ndirs < 1 || nfiles < 1)
+	if (ndirs < 1 || nfiles < 1 || jobs < 1 || jobs > 64 || repeat < 1)
 		return 1;
 	make_tree();
 	if (!overflow) {
 		compare();
 	} else {
-		static const long rates[] = { 20000, 50000, 100000, 200000, 0 };
+		/* Paced, then unpaced with more and more generator processes. */
+		static const long rates[] = { 50000, 0, 0, 0, 0 };
+		static const int njobs[] = { 1, 1, 2, 4, 8 };
 		size_t i;
 
 		for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
 			rate = rates[i];
+			jobs = njobs[i];
 			compare();
 		}
 	}

@@ -20,8 +20,9 @@ as_nobody() {
 }
 cd /tmp
 echo "== steady rate, below the queue limit"
-as_nobody "$bench" --fanwatch "$fw" --files 100000 --dirs 1000 --rate 20000 --base /tmp
-# tmpfs lets the generator outrun the watchers; on a disk it is the bottleneck.
+as_nobody "$bench" --fanwatch "$fw" --files 100000 --dirs 1000 --rate 20000 --base /tmp --repeat 3
+# tmpfs lets the generator outrun the watchers (on a disk it is the
+# bottleneck); then 1, 2, 4, 8 unpaced generator processes.
 echo "== raising the rate until the queue (fs.fanotify/inotify max_queued_events) overflows"
 as_nobody "$bench" --fanwatch "$fw" --files 30000 --dirs 1000 --overflow --base /dev/shm
 if [ -n "$tree" ]; then

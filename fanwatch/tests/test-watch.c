@@ -304,6 +304,8 @@ static void root_moved(void **state)
 	char cwd[256], want[512];
 
 	(void)state;
+	if (access("/proc/self/fd", F_OK))
+		skip();		/* fanwatch learns the new path from /proc */
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	spawn(monitor, true);
 	assert_int_equal(rename("w", "out/w2"), 0);
