@@ -299,8 +299,10 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		return NULL;
 	}
 	d = fw_dirmap_find(&c->map, (int32_t *)&sf.f_fsid, &h.fh);
-	if (d)
-		return NULL;	/* already watched (bind mount, repeated root) */
+	if (d) {
+		errno = EEXIST;	/* already watched (bind mount, repeated root) */
+		return NULL;
+	}
 	d = fw_dir_new((int32_t *)&sf.f_fsid, &h.fh, fd, parent, name, name);
 	if (!d || fw_dirmap_insert(&c->map, d)) {
 		fw_err("out of memory");
@@ -436,6 +438,8 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 		return -1;
 	}
 	d = fw_watch_dir(c, NULL, path);
+	if (!d && errno == EEXIST)
+		return 0;	/* given twice, or inside another -r root */
 	if (!d) {
 		fw_setup_done(c);	/* the mark limit, if that was it */
 		return -1;

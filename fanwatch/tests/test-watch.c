@@ -590,6 +590,7 @@ static void exit_codes(void **state)
 {
 	static const char *const once[] = { "w", NULL };
 	static const char *const tmo[] = { "-t", "1", "w", NULL };
+	static const char *const twice[] = { "-r", "-t", "1", "w", "w/", NULL };
 	static const char *const missing[] = { "w/nope", NULL };
 	static const char *const badev[] = { "-e", "bogus", "w", NULL };
 	static const char *const file[] = { "w/file", NULL };
@@ -602,6 +603,7 @@ static void exit_codes(void **state)
 	assert_int_equal(run(once, act_touch), 0);
 	assert_non_null(strstr(P.obuf, "w/ CREATE x\n"));
 	assert_int_equal(run(tmo, NULL), 2);
+	assert_int_equal(run(twice, NULL), 2);	/* the same tree twice is fine */
 	assert_int_equal(run(missing, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "cannot watch 'w/nope': No such file or directory"));
 	assert_int_equal(run(badev, NULL), 1);
