@@ -349,6 +349,21 @@ static int flush(struct fw_ctx *c)
 	return 0;
 }
 
+/*
+ * The kernel wakes a reader for every queued event, so under a steady
+ * trickle each wakeup would carry one event.  After a small batch, wait a
+ * millisecond so the next read carries many (and the kernel merges more):
+ * a fraction of the wakeups for 1 ms of latency.  A full buffer means the
+ * queue is long: read on at once.
+ */
+static void settle(const struct fw_ctx *c, ssize_t n, size_t size)
+{
+	static const struct timespec ms = { 0, 1000000 };
+
+	if (c->o->monitor && (size_t)n < size / 4)
+		nanosleep(&ms, NULL);
+}
+
 int fw_run(struct fw_ctx *c)
 {
 	static uint64_t buf[256 * 1024 / sizeof(uint64_t)];
@@ -398,5 +413,6 @@ int fw_run(struct fw_ctx *c)
 		if (flush(c))
 			return 1;
 		last = now_ms();
+		settle(c, n, sizeof(buf));
 	}
 }
