@@ -17,7 +17,7 @@
 		 FW_CLOSE_NOWRITE)
 #define GONE	(FW_DELETE | FW_MOVED_FROM)
 
-static void snap_note(struct fw_dir *d, const char *name);
+static void snap_note(struct fw_dir *d, const char *name, bool present, bool isdir);
 
 void fw_stamp(struct fw_ctx *c)
 {
@@ -160,8 +160,11 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 	}
 }
 
-/* Several bits for one name: the kernel merged them; fstatat says the order. */
-static void name_event(struct fw_ctx *c, const struct fw_raw *ev,
+/*
+ * Several bits for one name: the kernel merged them; fstatat says the
+ * order.  Returns whether the name exists after the reported events.
+ */
+static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 		       struct fw_dir *d, const char *name)
 {
 	uint32_t m = ev->mask;
@@ -172,16 +175,18 @@ static void name_event(struct fw_ctx *c, const struct fw_raw *ev,
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
 		name_bits(c, ev, d, name, m & ~GONE);
-		return;
+		return true;
 	}
 	name_bits(c, ev, d, name, m);
+	return !(m & GONE);
 }
 
 static void name_event_noted(struct fw_ctx *c, const struct fw_raw *ev,
 			     struct fw_dir *d, const char *name)
 {
-	name_event(c, ev, d, name);
-	snap_note(d, name);
+	bool present = name_event(c, ev, d, name);
+
+	snap_note(d, name, present, ev->mask & FW_ONDIR);
 }
 
 /*
@@ -244,8 +249,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		fw_emit(c, FW_MOVED_FROM, od, on, isdir, false, self, NULL, NULL);
 	else if (nd)
 		fw_emit(c, FW_MOVED_TO, nd, nn, isdir, false, self, NULL, NULL);
-	snap_note(od, on);
-	snap_note(nd, nn);
+	snap_note(od, on, false, isdir);
+	snap_note(nd, nn, true, isdir);
 	if (!isdir)
 		return;
 	if (s && nd && !fw_dir_reparent(s, nd, nn))
@@ -268,14 +273,24 @@ static void overflow(struct fw_ctx *c)
 		fw_rescan(c);
 }
 
-/* --rescan-on-overflow: remember what the name is now that we saw its event. */
-static void snap_note(struct fw_dir *d, const char *name)
+/*
+ * --rescan-on-overflow: the snapshot holds what the reader was told, not
+ * what the disk holds now (events are read late): a name last reported
+ * present stays present, with its state if it still exists, so a rescan
+ * reports its deletion or change if those events get lost.
+ */
+static void snap_note(struct fw_dir *d, const char *name, bool present, bool isdir)
 {
 	struct stat st;
 
-	if (d && d->snap)
-		fw_snap_set(d->snap, name,
-			    fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) ? NULL : &st);
+	if (!d || !d->snap)
+		return;
+	if (!present)
+		fw_snap_set(d->snap, name, NULL);
+	else if (!fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		fw_snap_set(d->snap, name, &st);
+	else
+		fw_snap_set_unknown(d->snap, name, isdir);
 }
 
 static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)

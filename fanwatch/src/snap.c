@@ -83,28 +83,47 @@ static void fill(struct fw_snap_ent *e, const struct stat *st)
 	e->isdir = S_ISDIR(st->st_mode);
 }
 
-void fw_snap_set(struct fw_snap *s, const char *name, const struct stat *st)
+static struct fw_snap_ent *get(struct fw_snap *s, const char *name)
 {
 	struct fw_snap_ent **pp = find(s, name), *e = *pp;
 
-	if (!st) {
-		if (e) {
-			*pp = e->next;
-			free(e);
-			s->n--;
-		}
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e) + strlen(name) + 1);
+	if (!e)
+		return NULL;
+	strcpy(e->name, name);
+	*pp = e;
+	if (++s->n > s->nb)
+		grow(s);
+	return e;
+}
+
+void fw_snap_set(struct fw_snap *s, const char *name, const struct stat *st)
+{
+	struct fw_snap_ent **pp, *e;
+
+	if (st) {
+		if ((e = get(s, name)))
+			fill(e, st);
 		return;
 	}
-	if (!e) {
-		e = calloc(1, sizeof(*e) + strlen(name) + 1);
-		if (!e)
-			return;
-		strcpy(e->name, name);
-		*pp = e;
-		if (++s->n > s->nb)
-			grow(s);
+	pp = find(s, name);
+	if ((e = *pp)) {
+		*pp = e->next;
+		free(e);
+		s->n--;
 	}
-	fill(e, st);
+}
+
+void fw_snap_set_unknown(struct fw_snap *s, const char *name, bool isdir)
+{
+	struct fw_snap_ent *e = get(s, name);
+
+	if (e) {
+		e->ino = 0;	/* no inode is 0: "unknown" */
+		e->isdir = isdir;
+	}
 }
 
 enum fw_snap_change fw_snap_check(struct fw_snap *s, const char *name,
@@ -117,6 +136,8 @@ enum fw_snap_change fw_snap_check(struct fw_snap *s, const char *name,
 		fw_snap_set(s, name, st);
 		e = *find(s, name);
 		c = FW_SNAP_NEW;
+	} else if (!e->ino) {
+		c = FW_SNAP_MODIFIED;	/* reported present, gone by then: changed since */
 	} else if (e->ino != (uint64_t)st->st_ino) {
 		c = FW_SNAP_REPLACED;
 	} else if (e->mtime_ns != st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec ||

@@ -31,6 +31,8 @@ struct fw_snap *fw_snap_new(void);
 void fw_snap_free(struct fw_snap *s);
 /* Record name's state (st) or, with st NULL, its absence. */
 void fw_snap_set(struct fw_snap *s, const char *name, const struct stat *st);
+/* Record that name exists as far as the reader was told, state unknown. */
+void fw_snap_set_unknown(struct fw_snap *s, const char *name, bool isdir);
 /* Compare name's state on disk with the record, update it and mark it seen. */
 enum fw_snap_change fw_snap_check(struct fw_snap *s, const char *name,
 				  const struct stat *st);

@@ -468,6 +468,7 @@ static void overflow(void **state)
 
 static void change_old_files(void)
 {
+	unlink("w/0");		/* its CREATE is queued, its DELETE is lost */
 	unlink("w/old");
 	write_file("w/mod", "22");
 }
@@ -481,7 +482,7 @@ static void overflow_rescan(void **state)
 	static const char *const args[] = { "-m", "-r", "--rescan-on-overflow",
 					    "--format", "%e %f", "w", NULL };
 	long max = queue_limit(), files, created = 0, scanned = 0;
-	bool overflowed = false, modified = false, deleted = false;
+	bool overflowed = false, modified = false, deleted = false, first = false;
 	char *l;
 
 	(void)state;
@@ -501,12 +502,14 @@ static void overflow_rescan(void **state)
 			scanned++;
 		modified |= !strcmp(l, "MODIFY,SCAN mod");
 		deleted |= !strcmp(l, "DELETE,SCAN old");
+		first |= !strcmp(l, "DELETE,SCAN 0");
 		free(l);
 	}
 	finish();
 	assert_true(overflowed);
 	assert_true(modified);
 	assert_true(deleted);
+	assert_true(first);
 	assert_int_equal(created + scanned, files);
 }
 
