@@ -32,8 +32,9 @@
 #define EVENTS "create,modify,close_write,move,delete"
 #define PER_FILE 6	/* CREATE MODIFY CLOSE_WRITE MOVED_FROM MOVED_TO DELETE */
 
-enum tool { NONE, FANWATCH, FSNOTIFYWAIT, INOTIFYWAIT, NTOOLS };
-static const char *tool_name[] = { "none", "fanwatch", "fsnotifywait -F", "inotifywait" };
+enum tool { NONE, FANWATCH, FSNOTIFYWAIT, INOTIFYWAIT, NTOOLS, FANWATCH_RESCAN = NTOOLS };
+static const char *tool_name[] = { "none", "fanwatch", "fsnotifywait -F", "inotifywait",
+				   "fanwatch --rescan-on-overflow" };
 
 static const char *fanwatch = "fanwatch";
 static int ndirs = 1000, nfiles = 100000;
@@ -47,7 +48,7 @@ static int *dfd;
 struct result {
 	double gen_wall, gen_cpu;	/* generator */
 	double w_cpu;			/* watcher user+sys */
-	long delivered, overflows;
+	long delivered, overflows, scans;
 	int status;			/* watcher exit status, -1 still running at end */
 };
 
@@ -201,8 +202,10 @@ static void tool_argv(enum tool t, const char *dir, const char **argv)
 {
 	int n = 0;
 
-	if (t == FANWATCH) {
+	if (t == FANWATCH || t == FANWATCH_RESCAN) {
 		argv[n++] = fanwatch;
+		if (t == FANWATCH_RESCAN)
+			argv[n++] = "--rescan-on-overflow";
 	} else if (t == FSNOTIFYWAIT) {
 		argv[n++] = "fsnotifywait";
 		argv[n++] = "-F";
@@ -320,7 +323,7 @@ static void count(const char *path, struct result *r)
 	size_t cap = 0;
 	ssize_t n;
 
-	r->delivered = r->overflows = 0;
+	r->delivered = r->overflows = r->scans = 0;
 	if (!f)
 		return;
 	while ((n = getline(&line, &cap, f)) > 0) {
@@ -328,6 +331,8 @@ static void count(const char *path, struct result *r)
 
 		if (strstr(line, "OVERFLOW"))
 			r->overflows++;
+		if (strstr(line, ",SCAN"))
+			r->scans++;
 		if (!ev)
 			continue;
 		for (w = ev + 1; *w && *w != '\n';) {
@@ -440,6 +445,41 @@ static void compare(void)
 		       per_kevent(&r[FANWATCH]) / per_kevent(&r[INOTIFYWAIT]));
 }
 
+/*
+ * The queue overflowing for sure: each watcher is stopped (SIGSTOP) for
+ * the whole workload and resumed after it.  What does each do then?
+ */
+static void stalled(void)
+{
+	static const enum tool tools[] = { FANWATCH, FANWATCH_RESCAN, FSNOTIFYWAIT, INOTIFYWAIT };
+	size_t i;
+
+	printf("stalled watchers: stopped during the workload (%ld events), resumed after it\n",
+	       (long)nfiles * PER_FILE);
+	printf("%-31s %10s %14s %10s %s\n", "watcher", "delivered", "overflow lines",
+	       "SCAN lines", "afterwards");
+	for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		struct result r = { 0 };
+		struct watcher w;
+
+		start_watcher(&w, tools[i], root);
+		kill(w.pid, SIGSTOP);
+		workload(&r);
+		kill(w.pid, SIGCONT);
+		stop_watcher(&w, &r);
+		count(w.out, &r);
+		unlink(w.out);
+		printf("%-31s %10ld %14ld %10ld ", tool_name[tools[i]], r.delivered,
+		       r.overflows, r.scans);
+		if (r.status >= 0)
+			printf("exited with status %d\n", r.status);
+		else
+			printf("kept running\n");
+		fflush(stdout);
+	}
+	printf("\n");
+}
+
 static int dirs_seen;
 
 static int count_dir(const char *p, const struct stat *st, int type, struct FTW *f)
@@ -529,6 +569,8 @@ int main(int argc, char **argv)
 			jobs = njobs[i];
 			compare();
 		}
+		jobs = 1;
+		stalled();
 	}
 	cleanup();
 	return 0;
