@@ -140,8 +140,10 @@ enum fw_snap_change fw_snap_check(struct fw_snap *s, const char *name,
 		c = FW_SNAP_MODIFIED;	/* reported present, gone by then: changed since */
 	} else if (e->ino != (uint64_t)st->st_ino) {
 		c = FW_SNAP_REPLACED;
-	} else if (e->mtime_ns != st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec ||
-		   e->size != st->st_size) {
+	} else if (!S_ISDIR(st->st_mode) &&
+		   (e->mtime_ns != st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec ||
+		    e->size != st->st_size)) {
+		/* A directory's mtime moves with its entries: those get reported. */
 		c = FW_SNAP_MODIFIED;
 	}
 	if (e) {
