@@ -119,6 +119,16 @@ static const uint32_t order[] = {
 	FW_CLOSE_WRITE, FW_CLOSE_NOWRITE, FW_MOVED_FROM, FW_DELETE,
 };
 
+/* A directory renamed over an (empty) watched one: that one is gone. */
+static void replaced(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+		     const struct fw_dir *mover, bool self)
+{
+	struct fw_dir *old = parent ? fw_dir_child(parent, name) : NULL;
+
+	if (old && old != mover)
+		drop_dir(c, old, self);
+}
+
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		      struct fw_dir *d, const char *name, uint32_t bits)
 {
@@ -150,6 +160,7 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 					n = fw_dirmap_find(&c->map, d->fsid, &h.fh);
 				close(fd);
 			}
+			replaced(c, d, name, n, self);
 			if (n && n->parent && !fw_dir_reparent(n, d, name))
 				n->moved = true;
 			else if (!n)
@@ -253,6 +264,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	snap_note(nd, nn, true, isdir);
 	if (!isdir)
 		return;
+	replaced(c, nd, nn, s, self);
 	if (s && nd && !fw_dir_reparent(s, nd, nn))
 		s->moved = true;
 	else if (s)
@@ -265,8 +277,8 @@ static void overflow(struct fw_ctx *c)
 {
 	c->overflows++;
 	if (c->overflows == 1 || !(c->overflows & (c->overflows - 1)))
-		fw_warn(c, "the event queue overflowed (fs.fanotify.max_queued_events = %s): events were lost%s",
-			"16384 by default", c->o->rescan ? "; rescanning" :
+		fw_warn(c, "the event queue overflowed (fs.fanotify.max_queued_events = %ld): events were lost%s",
+			fw_sysctl("max_queued_events"), c->o->rescan ? "; rescanning" :
 			"; --rescan-on-overflow rescans the tree");
 	fw_emit(c, FW_Q_OVERFLOW, NULL, "", false, false, false, NULL, NULL);
 	if (c->o->rescan)

@@ -67,7 +67,7 @@ static long read_long(const char *path)
 	return v;
 }
 
-static long read_sysctl(const char *name)
+long fw_sysctl(const char *name)
 {
 	char path[128];
 
@@ -102,7 +102,7 @@ static void init_error(int err)
 		fw_err("this kernel has no fanotify (CONFIG_FANOTIFY is off)");
 	else if (err == EMFILE)
 		fw_err("too many fanotify groups for this user (fs.fanotify.max_user_groups = %ld); close other watchers",
-		       read_sysctl("max_user_groups"));
+		       fw_sysctl("max_user_groups"));
 	else
 		fw_err("fanotify_init: %s", strerror(err));
 }
@@ -454,7 +454,7 @@ void fw_setup_done(struct fw_ctx *c)
 {
 	if (!c->unwatched)
 		return;
-	long fs = read_sysctl("max_user_marks");
+	long fs = fw_sysctl("max_user_marks");
 	/* In a user namespace its own, possibly lower, limit applies too. */
 	long ns = read_long("/proc/sys/user/max_fanotify_marks");
 	char nsmsg[96] = "";

@@ -70,6 +70,8 @@ int fw_run(struct fw_ctx *c);
 
 void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* /proc/sys/fs/fanotify/NAME, or -1 when it cannot be read. */
+long fw_sysctl(const char *name);
 void fw_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -292,6 +292,12 @@ static void workload(void **state)
 	EXPECT("w/ MOVED_TO,ISDIR in");
 	write_file("w/in/k", "new");
 	EXPECT(WROTE("w/in/", "k"));
+	/* Renamed over an empty watched directory, which is gone then. */
+	assert_int_equal(rename("w/in", "w/d"), 0);
+	expect_rename("w/", "in", "w/", "d", true);
+	EXPECT("w/d/ DELETE_SELF,ISDIR ", "w/d/ MOVE_SELF,ISDIR ");
+	write_file("w/d/k2", "");
+	EXPECT("w/d/ CREATE k2", "w/d/ CLOSE_WRITE k2");
 	expect_quiet(300);
 	assert_int_equal(finish(), 128 + SIGTERM);
 }
