@@ -16,7 +16,7 @@
 enum {
 	OPT_FORMAT = 256, OPT_TIMEFMT, OPT_JSON, OPT_EXCLUDE, OPT_EXCLUDEI,
 	OPT_INCLUDE, OPT_INCLUDEI, OPT_FROMFILE, OPT_NO_SELF, OPT_RESCAN,
-	OPT_NO_NEWLINE,
+	OPT_NO_NEWLINE, OPT_UNPAIRED,
 };
 
 static const struct option longopts[] = {
@@ -39,6 +39,7 @@ static const struct option longopts[] = {
 	{ "no-self", no_argument, NULL, OPT_NO_SELF },
 	{ "rescan-on-overflow", no_argument, NULL, OPT_RESCAN },
 	{ "no-newline", no_argument, NULL, OPT_NO_NEWLINE },
+	{ "unpaired-renames", no_argument, NULL, OPT_UNPAIRED },
 	{ 0 }
 };
 
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 	      "      --fromfile FILE    read directories from FILE ('-': stdin), '@DIR' excludes\n"
 	      "      --no-self          drop events caused by fanwatch itself\n"
 	      "      --rescan-on-overflow  after a queue overflow, report what a rescan finds\n"
+	      "      --unpaired-renames MOVED_FROM and MOVED_TO lines, as inotifywait prints\n"
 	      "  -h, --help             this help\n\n"
 	      "Exit status: 0 event seen or normal end, 1 error, 2 timeout.\n", f);
 }
@@ -179,6 +181,7 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 		case OPT_NO_NEWLINE: o->fmt.no_newline = true; break;
 		case OPT_NO_SELF: o->no_self = true; break;
 		case OPT_RESCAN: o->rescan = true; break;
+		case OPT_UNPAIRED: o->unpaired = true; break;
 		case 't':
 			if (parse_timeout(optarg, &o->timeout))
 				return -1;

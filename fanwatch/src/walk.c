@@ -140,10 +140,14 @@ int fw_open(struct fw_ctx *c, struct fw_opts *o)
 	/*
 	 * 5.17 added FAN_RENAME and FAN_REPORT_TARGET_FID together: asking
 	 * for the latter is the probe, EINVAL means an older kernel and the
-	 * MOVED_FROM/MOVED_TO fallback (renames then come as two halves).
+	 * MOVED_FROM/MOVED_TO fallback (renames then come as two halves),
+	 * which --unpaired-renames asks for on any kernel.
 	 */
-	c->fan = fanotify_init(base | FW_REPORT_FID | FW_REPORT_TARGET_FID,
-			       O_RDONLY | O_CLOEXEC);
+	c->fan = -1;
+	errno = EINVAL;
+	if (!o->unpaired)
+		c->fan = fanotify_init(base | FW_REPORT_FID | FW_REPORT_TARGET_FID,
+				       O_RDONLY | O_CLOEXEC);
 	c->have_rename = c->fan >= 0;
 	if (c->fan < 0 && errno == EINVAL)
 		c->fan = fanotify_init(base, O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 
 struct fw_opts {
 	bool monitor, recursive, no_self, rescan;
+	bool unpaired;			/* renames as MOVED_FROM + MOVED_TO lines */
 	int quiet;			/* -q once: no banners; twice: no warnings */
 	uint32_t events;		/* what the user wants printed */
 	int timeout;			/* -t seconds, 0 = none */
