@@ -129,6 +129,19 @@ static void replaced(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 		drop_dir(c, old, self);
 }
 
+/* Unpaired renames: a directory arrived; is it one we watch already? */
+static void moved_here(struct fw_ctx *c, struct fw_dir *d, const char *name,
+		       bool self)
+{
+	struct fw_dir *n = fw_dir_at(c, d, name);
+
+	replaced(c, d, name, n, self);
+	if (n && n->parent && !fw_dir_reparent(n, d, name))
+		n->moved = true;	/* its MOVE_SELF is then no departure */
+	else if (!n)
+		adopt(c, d, name, false);
+}
+
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		      struct fw_dir *d, const char *name, uint32_t bits)
 {
@@ -147,24 +160,7 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		if (b == FW_CREATE) {
 			adopt(c, d, name, true);
 		} else if (b == FW_MOVED_TO) {
-			/* Fallback renames: an already watched dir moved here? */
-			struct fw_dir *n = NULL;
-			int fd = openat(d->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (fd >= 0) {
-				struct { struct file_handle fh; unsigned char b[128]; } h;
-				int mnt;
-
-				h.fh.handle_bytes = sizeof(h.b);
-				if (!name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
-					n = fw_dirmap_find(&c->map, d->fsid, &h.fh);
-				close(fd);
-			}
-			replaced(c, d, name, n, self);
-			if (n && n->parent && !fw_dir_reparent(n, d, name))
-				n->moved = true;
-			else if (!n)
-				adopt(c, d, name, false);
+			moved_here(c, d, name, self);
 		} else if (b == FW_DELETE && (s = subdir(c, ev, d, name))) {
 			drop_dir(c, s, self);
 		}

@@ -315,6 +315,16 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	return d;
 }
 
+struct fw_dir *fw_dir_at(struct fw_ctx *c, struct fw_dir *parent, const char *name)
+{
+	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
+	int mnt;
+
+	if (name_to_handle_at(parent->fd, name, &h.fh, &mnt, 0))
+		return NULL;
+	return fw_dirmap_find(&c->map, parent->fsid, &h.fh);
+}
+
 struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 			    const char *name)
 {

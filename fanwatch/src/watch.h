@@ -52,6 +52,8 @@ void fw_setup_done(struct fw_ctx *c);
 /* Mark dir `name` under parent and put it in the map; NULL if not watched. */
 struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 			    const char *name);
+/* The watched directory parent/name is now, if it is one. */
+struct fw_dir *fw_dir_at(struct fw_ctx *c, struct fw_dir *parent, const char *name);
 /* List d; report entries as created (found by scan) if report; recurse with -r. */
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report);
 void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d);
