@@ -54,11 +54,13 @@ enum fw_decode_ret fw_decode(const void *buf, size_t len, size_t *off,
 			     struct fw_raw *ev)
 {
 	const unsigned char *p = (const unsigned char *)buf + *off;
-	const struct fw_event_metadata *md = (const void *)p;
+	struct fw_event_metadata m, *md = &m;
 	size_t left = len - *off, pos;
 
 	if (*off >= len || left < sizeof(*md))
 		return FW_DECODE_END;
+	/* Events are 4-byte aligned but the mask is a u64: copy, don't cast. */
+	memcpy(md, p, sizeof(*md));
 	if (md->event_len < sizeof(*md) || md->event_len > left) {
 		*off = len;	/* cannot find the next event: drop the rest */
 		return FW_DECODE_BAD;

@@ -168,6 +168,42 @@ static void malformed(void **state)
 	assert_int_equal(off, b.len);
 }
 
+/* Whatever the bytes, decoding ends, stays inside the buffer, and names end in it. */
+static void mutated_buffers(void **state)
+{
+	struct buf b = { 0 };
+	unsigned int seed = 1, i;
+
+	(void)state;
+	begin(&b, FW_RENAME, 0);
+	record(&b, FW_INFO_OLD_DFID_NAME, 1, "from");
+	record(&b, FW_INFO_NEW_DFID_NAME, 2, "to");
+	begin(&b, FW_Q_OVERFLOW, 0);
+	begin(&b, FW_CREATE, 0);
+	record(&b, FW_INFO_DFID_NAME, 3, "x");
+	record(&b, FW_INFO_FID, 4, NULL);
+	for (i = 0; i < 20000; i++) {
+		unsigned char m[sizeof(b.b)] __attribute__((aligned(8)));
+		size_t off = 0, len = b.len - (i % 7), steps = 0;
+		struct fw_raw ev;
+		int k;
+
+		memcpy(m, b.b, b.len);
+		for (k = 0; k < 1 + (int)(i % 4); k++) {
+			seed = seed * 1103515245 + 12345;
+			m[(seed >> 8) % b.len] = (unsigned char)(seed >> 20);
+		}
+		enum fw_decode_ret r;
+
+		while ((r = fw_decode(m, len, &off, &ev)) != FW_DECODE_END) {
+			assert_true(off <= len);
+			assert_true(++steps <= len);
+			if (r == FW_DECODE_OK && ev.dir.name)
+				assert_true((const unsigned char *)ev.dir.name + strlen(ev.dir.name) < m + len);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +212,7 @@ int main(void)
 		cmocka_unit_test(dot_name_and_unknown_record),
 		cmocka_unit_test(overflow_then_event),
 		cmocka_unit_test(malformed),
+		cmocka_unit_test(mutated_buffers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
