@@ -226,26 +226,28 @@ int main(int argc, char **argv)
 	static char obuf[1 << 16];
 	struct fw_opts o = { 0 };
 	struct roots r = { 0 };
-	struct fw_ctx c;
+	struct fw_ctx c = { .fan = -1 };
 	size_t i;
-	int ret;
+	int ret = 1;
 
 	if (parse_args(argc, argv, &o, &r))
-		return 1;
+		goto out;
 	setvbuf(o.out, obuf, _IOFBF, sizeof(obuf));
 	if (fw_open(&c, &o))
-		return 1;
+		goto out;
 	if (!o.quiet)
 		fprintf(stderr, "Setting up watches.%s\n", o.recursive ?
 			"  Beware: since -r was given, this may take a while!" : "");
 	for (i = 0; i < r.n; i++)
 		if (fw_add_root(&c, r.v[i]))
-			return 1;
+			goto out;
 	fw_setup_done(&c);
 	if (!o.quiet)
 		fprintf(stderr, "Watches established.\n");
 	ret = fw_run(&c);
-	fflush(o.out);
+out:
+	if (o.out)
+		fflush(o.out);
 	fw_close(&c);
 	for (i = 0; i < r.n; i++)
 		free(r.v[i]);

@@ -167,15 +167,23 @@ static void expect_quiet(int ms)
 		fail_msg("unexpected event \"%s\"", got);
 }
 
+/* A sanitizer build of fanwatch reports on stderr: that fails the test. */
+static void check_sanitizers(void)
+{
+	if (strstr(P.ebuf, "runtime error") || strstr(P.ebuf, "Sanitizer"))
+		fail_msg("fanwatch: %s", P.ebuf);
+}
+
 static int finish(void)
 {
 	int st;
 
 	kill(P.pid, SIGTERM);
-	drain_err(0);
 	waitpid(P.pid, &st, 0);
+	drain_err(0);
 	close(P.out);
 	close(P.err);
+	check_sanitizers();
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -194,6 +202,7 @@ static int run(const char *const *args, void (*act)(void))
 	waitpid(P.pid, &st, 0);
 	close(P.out);
 	close(P.err);
+	check_sanitizers();
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
