@@ -297,7 +297,6 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 			c->unwatched += count_dirs(parent ? parent->fd : AT_FDCWD, name);
 		} else if (!(parent && err == ENOENT)) {
 			mark_error(c, !parent, p ? p : name, fd, err);
-			c->skipped++;
 		}
 		free(p);
 		return NULL;
@@ -338,7 +337,6 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 
 			mark_error(c, !parent, p ? p : name, -1, errno);
 			free(p);
-			c->skipped++;
 		}
 		return NULL;
 	}

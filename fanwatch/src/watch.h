@@ -32,7 +32,6 @@ struct fw_ctx {
 	struct fw_dirmap map;
 	pid_t pid;
 	unsigned int unwatched;		/* directories left out by the mark limit */
-	unsigned int skipped;		/* directories left out for other reasons */
 	uint64_t printed;
 	uint64_t overflows;
 	bool done;			/* single-event mode got its event */
