@@ -614,6 +614,18 @@ static void fromfile_outfile(void **state)
 	assert_string_equal(buf, "[%] w/x CREATE\n");
 }
 
+/* A filesystem without file handles, reachable without privilege: procfs. */
+static void no_file_handles(void **state)
+{
+	static const char *const args[] = { "/proc/self", NULL };
+
+	(void)state;
+	if (access("/proc/self", R_OK))
+		skip();
+	assert_int_equal(run(args, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "cannot watch /proc/self: its filesystem (proc) does not support file handles (EOPNOTSUPP)"));
+}
+
 static void exit_codes(void **state)
 {
 	static const char *const once[] = { "w", NULL };
@@ -691,6 +703,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(overflow_rescan, fresh),
 		cmocka_unit_test_setup(mark_limit, fresh),
 		cmocka_unit_test_setup(fromfile_outfile, fresh),
+		cmocka_unit_test_setup(no_file_handles, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
