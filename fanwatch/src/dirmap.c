@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dirmap.h"
+#include "snap.h"
+
+static uint64_t hash_key(const int32_t fsid[2], int type, unsigned int n,
+			 const unsigned char *h)
+{
+	uint64_t x = 1469598103934665603ull;	/* FNV-1a */
+	unsigned int i;
+
+	x = (x ^ (uint32_t)fsid[0]) * 1099511628211ull;
+	x = (x ^ (uint32_t)fsid[1]) * 1099511628211ull;
+	x = (x ^ (uint32_t)type) * 1099511628211ull;
+	for (i = 0; i < n; i++)
+		x = (x ^ h[i]) * 1099511628211ull;
+	return x ^ (x >> 29);
+}
+
+static size_t slot(const struct fw_dirmap *m, const struct fw_dir *d)
+{
+	return hash_key(d->fsid, d->handle_type, d->handle_bytes, d->handle) &
+	       (m->nbucket - 1);
+}
+
+int fw_dirmap_init(struct fw_dirmap *m)
+{
+	m->nbucket = 1024;
+	m->count = 0;
+	m->bucket = calloc(m->nbucket, sizeof(*m->bucket));
+	return m->bucket ? 0 : -ENOMEM;
+}
+
+static void free_dir(struct fw_dir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	fw_snap_free(d->snap);
+	free(d->name);
+	free(d->path);
+	free(d);
+}
+
+void fw_dirmap_free(struct fw_dirmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nbucket; i++) {
+		struct fw_dir *d = m->bucket[i], *n;
+
+		for (; d; d = n) {
+			n = d->hnext;
+			free_dir(d);
+		}
+	}
+	free(m->bucket);
+	m->bucket = NULL;
+	m->count = 0;
+}
+
+/* path = parent's path + name + "/", or rootpath with a '/' ensured. */
+static int set_path(struct fw_dir *d, const char *rootpath)
+{
+	const char *pre = d->parent ? d->parent->path : "";
+	const char *leaf = d->parent ? d->name : rootpath;
+	size_t plen = strlen(pre), llen = strlen(leaf);
+	bool slash = !(llen && leaf[llen - 1] == '/');
+	char *p = malloc(plen + llen + 2);
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, pre, plen);
+	memcpy(p + plen, leaf, llen);
+	if (slash)
+		p[plen + llen++] = '/';
+	p[plen + llen] = '\0';
+	free(d->path);
+	d->path = p;
+	d->pathlen = plen + llen;
+	return 0;
+}
+
+static void link_child(struct fw_dir *parent, struct fw_dir *d)
+{
+	d->parent = parent;
+	d->prev = NULL;
+	d->next = parent ? parent->child : NULL;
+	if (d->next)
+		d->next->prev = d;
+	if (parent)
+		parent->child = d;
+}
+
+static void unlink_child(struct fw_dir *d)
+{
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (d->parent)
+		d->parent->child = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+}
+
+struct fw_dir *fw_dir_new(const int32_t fsid[2], const struct file_handle *fh,
+			  int fd, struct fw_dir *parent, const char *name,
+			  const char *rootpath)
+{
+	struct fw_dir *d = calloc(1, sizeof(*d) + fh->handle_bytes);
+
+	if (!d)
+		return NULL;
+	d->fd = fd;
+	d->fsid[0] = fsid[0];
+	d->fsid[1] = fsid[1];
+	d->handle_type = fh->handle_type;
+	d->handle_bytes = fh->handle_bytes;
+	memcpy(d->handle, fh->f_handle, fh->handle_bytes);
+	d->parent = parent;
+	if ((parent && !(d->name = strdup(name))) || set_path(d, rootpath)) {
+		d->fd = -1;	/* the caller still owns fd on failure */
+		free_dir(d);
+		return NULL;
+	}
+	return d;
+}
+
+struct fw_dir *fw_dirmap_find(const struct fw_dirmap *m, const int32_t fsid[2],
+			      const struct file_handle *fh)
+{
+	uint64_t h = hash_key(fsid, fh->handle_type, fh->handle_bytes, fh->f_handle);
+	struct fw_dir *d = m->bucket[h & (m->nbucket - 1)];
+
+	for (; d; d = d->hnext)
+		if (d->handle_bytes == fh->handle_bytes &&
+		    d->handle_type == fh->handle_type &&
+		    d->fsid[0] == fsid[0] && d->fsid[1] == fsid[1] &&
+		    !memcmp(d->handle, fh->f_handle, fh->handle_bytes))
+			return d;
+	return NULL;
+}
+
+static int grow(struct fw_dirmap *m)
+{
+	struct fw_dirmap n = { .nbucket = m->nbucket * 2, .count = m->count };
+	size_t i;
+
+	n.bucket = calloc(n.nbucket, sizeof(*n.bucket));
+	if (!n.bucket)
+		return -ENOMEM;
+	for (i = 0; i < m->nbucket; i++) {
+		struct fw_dir *d = m->bucket[i], *next;
+
+		for (; d; d = next) {
+			size_t s = slot(&n, d);
+
+			next = d->hnext;
+			d->hnext = n.bucket[s];
+			n.bucket[s] = d;
+		}
+	}
+	free(m->bucket);
+	*m = n;
+	return 0;
+}
+
+int fw_dirmap_insert(struct fw_dirmap *m, struct fw_dir *d)
+{
+	size_t s;
+
+	if (m->count >= m->nbucket && grow(m))
+		return -ENOMEM;
+	s = slot(m, d);
+	d->hnext = m->bucket[s];
+	m->bucket[s] = d;
+	m->count++;
+	if (d->parent)
+		link_child(d->parent, d);
+	return 0;
+}
+
+static void unhash(struct fw_dirmap *m, struct fw_dir *d)
+{
+	struct fw_dir **pp = &m->bucket[slot(m, d)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == d) {
+			*pp = d->hnext;
+			m->count--;
+			return;
+		}
+	}
+}
+
+void fw_dirmap_remove_tree(struct fw_dirmap *m, struct fw_dir *d,
+			   void (*fn)(struct fw_dir *d, void *arg), void *arg)
+{
+	while (d->child)
+		fw_dirmap_remove_tree(m, d->child, fn, arg);
+	if (fn)
+		fn(d, arg);
+	unlink_child(d);
+	unhash(m, d);
+	free_dir(d);
+}
+
+struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name)
+{
+	struct fw_dir *c;
+
+	for (c = parent->child; c; c = c->next)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static int relabel(struct fw_dir *d)
+{
+	struct fw_dir *c;
+	int ret = set_path(d, NULL);
+
+	for (c = d->child; c && !ret; c = c->next)
+		ret = relabel(c);
+	return ret;
+}
+
+int fw_dir_rename_root(struct fw_dir *d, const char *path)
+{
+	struct fw_dir *c;
+	int ret = set_path(d, path);
+
+	for (c = d->child; c && !ret; c = c->next)
+		ret = relabel(c);
+	return ret;
+}
+
+int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
+		    const char *newname)
+{
+	char *name = strdup(newname);
+
+	if (!name || !d->parent) {
+		free(name);
+		return -EINVAL;
+	}
+	unlink_child(d);
+	link_child(newparent, d);
+	free(d->name);
+	d->name = name;
+	return relabel(d);
+}

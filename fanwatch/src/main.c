@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* fanwatch: the command line, modelled on inotifywait's. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fw-uapi.h"
+#include "watch.h"
+
+#define DEFAULT_EVENTS (FW_MODIFY | FW_ATTRIB | FW_CLOSE_WRITE | FW_MOVED_FROM | \
+			FW_MOVED_TO | FW_CREATE | FW_DELETE | FW_DELETE_SELF | \
+			FW_MOVE_SELF)
+
+enum {
+	OPT_FORMAT = 256, OPT_TIMEFMT, OPT_JSON, OPT_EXCLUDE, OPT_EXCLUDEI,
+	OPT_INCLUDE, OPT_INCLUDEI, OPT_FROMFILE, OPT_NO_SELF, OPT_RESCAN,
+	OPT_NO_NEWLINE, OPT_UNPAIRED,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "monitor", no_argument, NULL, 'm' },
+	{ "recursive", no_argument, NULL, 'r' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "timefmt", required_argument, NULL, OPT_TIMEFMT },
+	{ "csv", no_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "excludei", required_argument, NULL, OPT_EXCLUDEI },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "includei", required_argument, NULL, OPT_INCLUDEI },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "outfile", required_argument, NULL, 'o' },
+	{ "fromfile", required_argument, NULL, OPT_FROMFILE },
+	{ "no-self", no_argument, NULL, OPT_NO_SELF },
+	{ "rescan-on-overflow", no_argument, NULL, OPT_RESCAN },
+	{ "no-newline", no_argument, NULL, OPT_NO_NEWLINE },
+	{ "unpaired-renames", no_argument, NULL, OPT_UNPAIRED },
+	{ 0 }
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: fanwatch [options] DIR...\n"
+	      "Watch directories for changes with fanotify, as a normal user.\n\n"
+	      "  -m, --monitor          keep watching (default: exit after one event)\n"
+	      "  -r, --recursive        watch subdirectories, including new ones\n"
+	      "  -e, --event EV[,EV]    events: access modify attrib close_write close_nowrite\n"
+	      "                         close open moved_to moved_from move move_self create\n"
+	      "                         delete delete_self all (default: changes only)\n"
+	      "      --format FMT       %w dir, %f name, %e events, %Xe events split by X,\n"
+	      "                         %T time (--timefmt), %o old path, %0 NUL, %n newline\n"
+	      "      --timefmt FMT      strftime(3) format for %T\n"
+	      "      --no-newline       no newline after each --format line\n"
+	      "  -c, --csv              CSV: dir,events,name[,old path]\n"
+	      "      --json             one JSON object per line\n"
+	      "      --exclude RE       skip paths matching RE (--excludei: ignoring case)\n"
+	      "      --include RE       report only paths matching RE (--includei)\n"
+	      "  -t, --timeout SECS     exit with status 2 after SECS without an event\n"
+	      "  -q, --quiet            no banners (twice: no warnings either)\n"
+	      "  -o, --outfile FILE     append events to FILE instead of stdout\n"
+	      "      --fromfile FILE    read directories from FILE ('-': stdin), '@DIR' excludes\n"
+	      "      --no-self          drop events caused by fanwatch itself\n"
+	      "      --rescan-on-overflow  after a queue overflow, report what a rescan finds\n"
+	      "      --unpaired-renames MOVED_FROM and MOVED_TO lines, as inotifywait prints\n"
+	      "  -h, --help             this help\n\n"
+	      "Exit status: 0 event seen or normal end, 1 error, 2 timeout.\n", f);
+}
+
+struct roots {
+	char **v;
+	size_t n, cap;
+};
+
+static void roots_add(struct roots *r, const char *s)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 8;
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
+	}
+	if (!r->v || !(r->v[r->n++] = strdup(s))) {
+		fw_err("out of memory");
+		exit(1);
+	}
+}
+
+/* --fromfile: one directory a line; "@DIR" means leave DIR out. */
+static int read_fromfile(const char *file, struct roots *r, struct fw_opts *o)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "re") : stdin;
+	char *line = NULL, err[128];
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!f) {
+		fw_err("cannot read --fromfile '%s': %s", file, strerror(errno));
+		return -1;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (!n)
+			continue;
+		if (line[0] != '@') {
+			roots_add(r, line);
+			continue;
+		}
+		/* An excluded path becomes an anchored --exclude pattern. */
+		char *re = NULL;
+		size_t i, k = 0;
+
+		re = malloc(2 * n + 8);
+		if (!re)
+			break;
+		re[k++] = '^';
+		for (i = 1; line[i]; i++) {
+			if (strchr(".[]()*+?{}|^$\\", line[i]))
+				re[k++] = '\\';
+			re[k++] = line[i];
+		}
+		memcpy(re + k, "(/|$)", 6);
+		if (fw_filter_set(&o->filter, false, false, re, err, sizeof(err)))
+			fw_err("bad exclusion '%s' in --fromfile: %s", line, err);
+		free(re);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return 0;
+}
+
+static int set_filter(struct fw_opts *o, int opt, const char *re)
+{
+	char err[128];
+	bool inc = opt == OPT_INCLUDE || opt == OPT_INCLUDEI;
+	bool icase = opt == OPT_EXCLUDEI || opt == OPT_INCLUDEI;
+
+	if (!fw_filter_set(&o->filter, inc, icase, re, err, sizeof(err)))
+		return 0;
+	fw_err("bad regular expression '%s': %s", re, err);
+	return -1;
+}
+
+static int parse_timeout(const char *s, int *t)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > 86400 * 365) {
+		fw_err("bad --timeout '%s': give whole seconds (0 = none)", s);
+		return -1;
+	}
+	*t = (int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
+{
+	const char *outfile = NULL, *bad;
+	size_t badlen;
+	int opt;
+
+	o->events = DEFAULT_EVENTS;
+	while ((opt = getopt_long(argc, argv, "hmre:ct:qo:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h': usage(stdout); exit(0);
+		case 'm': o->monitor = true; break;
+		case 'r': o->recursive = true; break;
+		case 'c': o->fmt.style = FW_STYLE_CSV; break;
+		case 'q': o->quiet++; break;
+		case 'o': outfile = optarg; break;
+		case OPT_JSON: o->fmt.style = FW_STYLE_JSON; break;
+		case OPT_FORMAT: o->fmt.format = optarg; break;
+		case OPT_TIMEFMT: o->fmt.timefmt = optarg; break;
+		case OPT_NO_NEWLINE: o->fmt.no_newline = true; break;
+		case OPT_NO_SELF: o->no_self = true; break;
+		case OPT_RESCAN: o->rescan = true; break;
+		case OPT_UNPAIRED: o->unpaired = true; break;
+		case 't':
+			if (parse_timeout(optarg, &o->timeout))
+				return -1;
+			break;
+		case 'e':
+			o->events = fw_parse_events(optarg, &bad, &badlen);
+			if (!o->events) {
+				fw_err("unknown event '%.*s' in -e %s (see fanwatch --help)",
+				       (int)badlen, bad, optarg);
+				return -1;
+			}
+			break;
+		case OPT_EXCLUDE: case OPT_EXCLUDEI: case OPT_INCLUDE: case OPT_INCLUDEI:
+			if (set_filter(o, opt, optarg))
+				return -1;
+			break;
+		case OPT_FROMFILE:
+			if (read_fromfile(optarg, r, o))
+				return -1;
+			break;
+		default:
+			fputs("Try 'fanwatch --help'.\n", stderr);
+			return -1;
+		}
+	}
+	for (; optind < argc; optind++)
+		roots_add(r, argv[optind]);
+	if (!r->n) {
+		fw_err("no directory to watch given (try 'fanwatch --help')");
+		return -1;
+	}
+	o->out = stdout;
+	if (outfile && !(o->out = fopen(outfile, "ae"))) {
+		fw_err("cannot open --outfile '%s': %s", outfile, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static char obuf[1 << 16];
+	struct fw_opts o = { 0 };
+	struct roots r = { 0 };
+	struct fw_ctx c = { .fan = -1 };
+	size_t i;
+	int ret = 1;
+
+	if (parse_args(argc, argv, &o, &r))
+		goto out;
+	setvbuf(o.out, obuf, _IOFBF, sizeof(obuf));
+	if (fw_open(&c, &o))
+		goto out;
+	if (!o.quiet)
+		fprintf(stderr, "Setting up watches.%s\n", o.recursive ?
+			"  Beware: since -r was given, this may take a while!" : "");
+	for (i = 0; i < r.n; i++)
+		if (fw_add_root(&c, r.v[i]))
+			goto out;
+	fw_setup_done(&c);
+	if (!o.quiet)
+		fprintf(stderr, "Watches established.\n");
+	ret = fw_run(&c);
+out:
+	if (o.out)
+		fflush(o.out);
+	fw_close(&c);
+	for (i = 0; i < r.n; i++)
+		free(r.v[i]);
+	free(r.v);
+	fw_filter_free(&o.filter);
+	return ret;
+}

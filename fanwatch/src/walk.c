@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Setting up the group, marking directories and scanning them. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+
+#include "snap.h"
+#include "watch.h"
+
+static void vsay(const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void fw_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("fanwatch: ", fmt, ap);
+	va_end(ap);
+}
+
+void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->o->quiet > 1)
+		return;
+	va_start(ap, fmt);
+	vsay("fanwatch: warning: ", fmt, ap);
+	va_end(ap);
+}
+
+/* A top directory that cannot be watched is an error, a subdirectory not. */
+static void __attribute__((format(printf, 3, 4)))
+complain(const struct fw_ctx *c, bool fatal, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!fatal && c->o->quiet > 1)
+		return;
+	va_start(ap, fmt);
+	vsay(fatal ? "fanwatch: " : "fanwatch: warning: ", fmt, ap);
+	va_end(ap);
+}
+
+static long read_long(const char *path)
+{
+	long v = -1;
+	FILE *f = fopen(path, "re");
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+long fw_sysctl(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/proc/sys/fs/fanotify/%s", name);
+	return read_long(path);
+}
+
+static bool kernel_older_than(int maj, int min)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
+		return false;
+	return a < maj || (a == maj && b < min);
+}
+
+static void init_error(int err)
+{
+	struct utsname u;
+
+	uname(&u);
+	if (err == EPERM && kernel_older_than(5, 13))
+		fw_err("Linux %s refuses fanotify to normal users: it needs Linux 5.13 or later (or run as root)",
+		       u.release);
+	else if (err == EPERM)
+		fw_err("fanotify_init refused (EPERM): unprivileged fanotify is not allowed here (a security module or seccomp policy?)");
+	else if (err == EINVAL)
+		fw_err("Linux %s lacks FAN_REPORT_DFID_NAME: fanwatch needs Linux 5.9 or later (5.13 as a normal user)",
+		       u.release);
+	else if (err == ENOSYS)
+		fw_err("this kernel has no fanotify (CONFIG_FANOTIFY is off)");
+	else if (err == EMFILE)
+		fw_err("too many fanotify groups for this user (fs.fanotify.max_user_groups = %ld); close other watchers",
+		       fw_sysctl("max_user_groups"));
+	else
+		fw_err("fanotify_init: %s", strerror(err));
+}
+
+/* Events the map needs whatever the user asked for. */
+static uint64_t internal_mask(const struct fw_ctx *c)
+{
+	uint64_t m = FW_CREATE | FW_DELETE | FW_DELETE_SELF | FW_MOVE_SELF;
+
+	return m | (c->have_rename ? FW_RENAME : FW_MOVED_FROM | FW_MOVED_TO);
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	/* One O_PATH fd per directory: a big tree needs more than 1024. */
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+int fw_open(struct fw_ctx *c, struct fw_opts *o)
+{
+	unsigned int base = FW_CLASS_NOTIF | FW_CLOEXEC | FW_NONBLOCK |
+			    FW_REPORT_DFID_NAME;
+	uint32_t user = o->events & ~(FW_MOVED_FROM | FW_MOVED_TO);
+
+	memset(c, 0, sizeof(*c));
+	c->o = o;
+	c->pid = getpid();
+	c->want_time = o->fmt.style == FW_STYLE_JSON ||
+		       fw_format_wants_time(o->fmt.format);
+	/*
+	 * 5.17 added FAN_RENAME and FAN_REPORT_TARGET_FID together: asking
+	 * for the latter is the probe, EINVAL means an older kernel and the
+	 * MOVED_FROM/MOVED_TO fallback (renames then come as two halves),
+	 * which --unpaired-renames asks for on any kernel.
+	 */
+	c->fan = -1;
+	errno = EINVAL;
+	if (!o->unpaired)
+		c->fan = fanotify_init(base | FW_REPORT_FID | FW_REPORT_TARGET_FID,
+				       O_RDONLY | O_CLOEXEC);
+	c->have_rename = c->fan >= 0;
+	if (c->fan < 0 && errno == EINVAL)
+		c->fan = fanotify_init(base, O_RDONLY | O_CLOEXEC);
+	if (c->fan < 0) {
+		init_error(errno);
+		return -1;
+	}
+	c->markmask = user | internal_mask(c) | FW_ONDIR | FW_EVENT_ON_CHILD;
+	raise_nofile();
+	if (fw_dirmap_init(&c->map)) {
+		fw_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void unmark(struct fw_dir *d, void *arg)
+{
+	struct fw_ctx *c = arg;
+
+	/* Drop the mark now: a removed directory's mark would linger. */
+	fanotify_mark(c->fan, FW_MARK_REMOVE, c->markmask, d->fd, ".");
+}
+
+void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d)
+{
+	fw_dirmap_remove_tree(&c->map, d, unmark, c);
+}
+
+void fw_close(struct fw_ctx *c)
+{
+	fw_dirmap_free(&c->map);
+	if (c->fan >= 0)
+		close(c->fan);
+	c->fan = -1;
+}
+
+static const char *fs_name(long type)
+{
+	switch ((unsigned long)type) {
+	case 0x65735546: return "fuse";
+	case 0x794c7630: return "overlayfs";
+	case 0x9123683e: return "btrfs";
+	case 0x6969: return "nfs";
+	case 0xff534d42: return "cifs";
+	case 0x9fa0: return "proc";
+	case 0x62656572: return "sysfs";
+	default: return NULL;
+	}
+}
+
+/* One message per reason a directory cannot be watched. */
+static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, int err)
+{
+	struct statfs sf;
+	const char *fs = NULL;
+	char fsbuf[32];
+
+	if (fd >= 0 && !fstatfs(fd, &sf)) {
+		fs = fs_name(sf.f_type);
+		if (!fs) {
+			snprintf(fsbuf, sizeof(fsbuf), "type 0x%lx", (unsigned long)sf.f_type);
+			fs = fsbuf;
+		}
+	}
+	switch (err) {
+	case ENODEV:
+		complain(c, fatal, "cannot watch %s: its filesystem (%s) reports a zero fsid (ENODEV), which fanotify cannot identify",
+			path, fs ? fs : "?");
+		break;
+	case EOPNOTSUPP:
+		complain(c, fatal, "cannot watch %s: its filesystem (%s) does not support file handles (EOPNOTSUPP)",
+			path, fs ? fs : "?");
+		break;
+	case EXDEV:
+		complain(c, fatal, "cannot watch %s: its fsid differs from its filesystem's root (%s, e.g. a btrfs subvolume: EXDEV)",
+			path, fs ? fs : "?");
+		break;
+	case EACCES:
+		complain(c, fatal, "cannot watch %s: permission denied (fanotify needs read access)%s",
+			 path, fatal ? "" : "; skipped");
+		break;
+	case EMFILE:
+	case ENFILE:
+		complain(c, fatal, "cannot watch %s: out of file descriptors (one per directory); raise ulimit -n", path);
+		break;
+	default:
+		complain(c, fatal, "cannot watch %s: %s", path, strerror(err));
+	}
+}
+
+/* Count the directories of a subtree the mark limit leaves unwatched. */
+static unsigned int count_dirs(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	unsigned int n = 1;
+	struct dirent *de;
+	DIR *dir;
+
+	if (fd < 0)
+		return n;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return n;
+	}
+	while ((de = readdir(dir)))
+		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") &&
+		    strcmp(de->d_name, ".."))
+			n += count_dirs(fd, de->d_name);
+	closedir(dir);
+	return n;
+}
+
+struct fh_buf {
+	struct file_handle fh;
+	unsigned char data[128];	/* MAX_HANDLE_SZ */
+};
+
+static char *join(const struct fw_dir *parent, const char *name)
+{
+	char *p;
+
+	if (!parent)
+		return strdup(name);
+	if (asprintf(&p, "%s%s", parent->path, name) < 0)
+		return NULL;
+	return p;
+}
+
+static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
+			      const char *name, int fd)
+{
+	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
+	struct statfs sf;
+	struct fw_dir *d;
+	int mnt, err = 0;
+
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) || fstatfs(fd, &sf))
+		err = errno;
+	else if (fanotify_mark(c->fan, FW_MARK_ADD | FW_MARK_ONLYDIR, c->markmask, fd, "."))
+		err = errno;
+	if (err) {
+		char *p = join(parent, name);
+
+		if (err == ENOSPC) {
+			c->unwatched += count_dirs(parent ? parent->fd : AT_FDCWD, name);
+		} else if (!(parent && err == ENOENT)) {
+			mark_error(c, !parent, p ? p : name, fd, err);
+		}
+		free(p);
+		return NULL;
+	}
+	d = fw_dirmap_find(&c->map, (int32_t *)&sf.f_fsid, &h.fh);
+	if (d) {
+		errno = EEXIST;	/* already watched (bind mount, repeated root) */
+		return NULL;
+	}
+	d = fw_dir_new((int32_t *)&sf.f_fsid, &h.fh, fd, parent, name, name);
+	if (!d || fw_dirmap_insert(&c->map, d)) {
+		fw_err("out of memory");
+		exit(1);
+	}
+	return d;
+}
+
+struct fw_dir *fw_dir_at(struct fw_ctx *c, struct fw_dir *parent, const char *name)
+{
+	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
+	int mnt;
+
+	if (name_to_handle_at(parent->fd, name, &h.fh, &mnt, 0))
+		return NULL;
+	return fw_dirmap_find(&c->map, parent->fsid, &h.fh);
+}
+
+struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
+			    const char *name)
+{
+	int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | (parent ? O_NOFOLLOW : 0);
+	int fd = openat(parent ? parent->fd : AT_FDCWD, name, flags);
+	struct fw_dir *d;
+
+	if (fd < 0) {
+		if (!parent || errno != ENOENT) {
+			char *p = join(parent, name);
+
+			mark_error(c, !parent, p ? p : name, -1, errno);
+			free(p);
+		}
+		return NULL;
+	}
+	d = mark_fd(c, parent, name, fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
+/* -r leaves out directories matching --exclude, matched without the '/'. */
+bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
+{
+	char *p;
+	bool ex;
+
+	if (!c->o->filter.has_ex)
+		return false;
+	p = join(parent, name);
+	ex = p && fw_filter_excluded(&c->o->filter, p);
+	free(p);
+	return ex;
+}
+
+struct namelist {
+	char **v;
+	size_t n, cap;
+};
+
+static void namelist_add(struct namelist *l, const char *s)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v) {
+			fw_err("out of memory");
+			exit(1);
+		}
+	}
+	l->v[l->n++] = strdup(s);
+}
+
+static bool is_dir_entry(int dfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	return !fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISDIR(st.st_mode);
+}
+
+void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct namelist subs = { 0 };
+	struct dirent *de;
+	DIR *dir;
+	size_t i;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		fw_warn(c, "cannot list %s: %s; its entries are not watched",
+			d->path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (c->o->rescan && !d->snap)
+		d->snap = fw_snap_new();
+	while ((de = readdir(dir))) {
+		struct stat st;
+		bool isdir;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (d->snap && !fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+			fw_snap_set(d->snap, de->d_name, &st);
+			isdir = S_ISDIR(st.st_mode);
+		} else {
+			isdir = is_dir_entry(fd, de);
+		}
+		if (report)
+			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
+		if (isdir && c->o->recursive)
+			namelist_add(&subs, de->d_name);
+	}
+	closedir(dir);
+	/* Mark first, then scan: what appears in between is seen either way. */
+	for (i = 0; i < subs.n; i++) {
+		struct fw_dir *s = NULL;
+
+		if (!fw_excluded(c, d, subs.v[i]))
+			s = fw_watch_dir(c, d, subs.v[i]);
+		if (s)
+			fw_scan(c, s, report);
+		free(subs.v[i]);
+	}
+	free(subs.v);
+}
+
+int fw_add_root(struct fw_ctx *c, const char *path)
+{
+	struct stat st;
+	struct fw_dir *d;
+
+	if (stat(path, &st)) {
+		fw_err("cannot watch '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fw_err("cannot watch '%s': not a directory (fanwatch watches directories)", path);
+		return -1;
+	}
+	d = fw_watch_dir(c, NULL, path);
+	if (!d && errno == EEXIST)
+		return 0;	/* given twice, or inside another -r root */
+	if (!d) {
+		fw_setup_done(c);	/* the mark limit, if that was it */
+		return -1;
+	}
+	/* --rescan-on-overflow needs the first snapshot even without -r. */
+	if (c->o->recursive || c->o->rescan)
+		fw_scan(c, d, false);
+	return 0;
+}
+
+void fw_setup_done(struct fw_ctx *c)
+{
+	if (!c->unwatched)
+		return;
+	long fs = fw_sysctl("max_user_marks");
+	/* In a user namespace its own, possibly lower, limit applies too. */
+	long ns = read_long("/proc/sys/user/max_fanotify_marks");
+	char nsmsg[96] = "";
+
+	if (ns >= 0 && ns != fs)
+		snprintf(nsmsg, sizeof(nsmsg), "; this user namespace's user.max_fanotify_marks = %ld", ns);
+	fw_warn(c, "reached the fanotify mark limit (fs.fanotify.max_user_marks = %ld, per user%s): %u director%s left unwatched; raise it with 'sysctl fs.fanotify.max_user_marks=N'",
+		fs, nsmsg, c->unwatched, c->unwatched == 1 ? "y" : "ies");
+	c->unwatched = 0;
+}
+
+struct sweep_arg {
+	struct fw_ctx *c;
+	struct fw_dir *d;
+};
+
+static void report_gone(const struct fw_snap_ent *e, void *arg)
+{
+	struct sweep_arg *a = arg;
+	struct fw_dir *s = e->isdir ? fw_dir_child(a->d, e->name) : NULL;
+
+	fw_emit(a->c, FW_DELETE, a->d, e->name, e->isdir, true, false, NULL, NULL);
+	if (s)
+		fw_unwatch_tree(a->c, s);
+}
+
+/* Compare one directory with its snapshot; report and fix what differs. */
+static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct sweep_arg arg = { c, d };
+	struct namelist fresh = { 0 };
+	struct fw_dir *ch;
+	struct dirent *de;
+	DIR *dir;
+	size_t i;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		struct stat st;
+		bool isdir;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		isdir = S_ISDIR(st.st_mode);
+		switch (fw_snap_check(d->snap, de->d_name, &st)) {
+		case FW_SNAP_SAME:
+			break;
+		case FW_SNAP_MODIFIED:
+			fw_emit(c, FW_MODIFY, d, de->d_name, isdir, true, false, NULL, NULL);
+			break;
+		case FW_SNAP_REPLACED:
+			fw_emit(c, FW_DELETE, d, de->d_name, isdir, true, false, NULL, NULL);
+			if ((ch = fw_dir_child(d, de->d_name)))
+				fw_unwatch_tree(c, ch);
+			/* fall through */
+		case FW_SNAP_NEW:
+			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
+			if (isdir && c->o->recursive)
+				namelist_add(&fresh, de->d_name);
+			break;
+		}
+	}
+	closedir(dir);
+	fw_snap_sweep(d->snap, report_gone, &arg);
+	for (ch = d->child; ch; ch = ch->next)
+		if (ch->snap)
+			rescan_dir(c, ch);
+	for (i = 0; i < fresh.n; i++) {
+		if (!fw_dir_child(d, fresh.v[i]) && !fw_excluded(c, d, fresh.v[i]) &&
+		    (ch = fw_watch_dir(c, d, fresh.v[i])))
+			fw_scan(c, ch, true);
+		free(fresh.v[i]);
+	}
+	free(fresh.v);
+}
+
+void fw_rescan(struct fw_ctx *c)
+{
+	struct fw_dir **roots = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < c->map.nbucket; i++) {
+		struct fw_dir *d;
+
+		for (d = c->map.bucket[i]; d; d = d->hnext) {
+			if (d->parent || !d->snap)
+				continue;
+			roots = realloc(roots, (n + 1) * sizeof(*roots));
+			if (!roots)
+				return;
+			roots[n++] = d;
+		}
+	}
+	for (i = 0; i < n; i++)
+		rescan_dir(c, roots[i]);
+	free(roots);
+}

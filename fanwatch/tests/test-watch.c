@@ -1,0 +1,733 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Integration tests: run the fanwatch binary (argv[1]) as a normal user
+ * against a scripted workload and compare the whole event stream.  Run as
+ * root (CI, the guest), the test first drops to uid/gid 65534 in a private
+ * directory under /tmp, so the watcher is always unprivileged.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#define NOBODY 65534
+#define LINE_TIMEOUT_MS 20000	/* slow TCG guests */
+
+static const char *fanwatch;
+static bool have_rename;	/* FAN_RENAME pairing: Linux 5.17+ */
+static bool paired;		/* the running test expects paired renames */
+
+struct proc {
+	pid_t pid;
+	int out, err;
+	char obuf[1 << 16];
+	size_t olen;
+	char ebuf[1 << 16];
+	size_t elen;
+};
+
+static struct proc P;
+static void (*pre_exec)(void);	/* run in the child before exec */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Append what fd has to buf; -1 at EOF, 0 on timeout, 1 when data came. */
+static int fill(int fd, char *buf, size_t *len, size_t cap, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, ms) <= 0)
+		return 0;
+	n = read(fd, buf + *len, cap - 1 - *len);
+	if (n <= 0)
+		return -1;
+	*len += n;
+	buf[*len] = '\0';
+	return 1;
+}
+
+static void drain_err(int ms)
+{
+	while (fill(P.err, P.ebuf, &P.elen, sizeof(P.ebuf), ms) > 0)
+		;
+}
+
+static bool wait_err(const char *what, int ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (!strstr(P.ebuf, what)) {
+		int left = (int)(end - now_ms());
+
+		if (left <= 0 || fill(P.err, P.ebuf, &P.elen, sizeof(P.ebuf), left) < 0)
+			return false;
+	}
+	return true;
+}
+
+static void spawn(const char *const *args, bool wait_ready)
+{
+	int o[2], e[2];
+	const char *argv[32] = { fanwatch };
+	size_t i;
+
+	for (i = 0; args[i]; i++)
+		argv[i + 1] = args[i];
+	assert_int_equal(pipe2(o, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(e, O_CLOEXEC), 0);
+	memset(&P, 0, sizeof(P));
+	P.pid = fork();
+	assert_true(P.pid >= 0);
+	if (!P.pid) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		if (pre_exec)
+			pre_exec();
+		execv(fanwatch, (char **)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	P.out = o[0];
+	P.err = e[0];
+	if (wait_ready && !wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_msg("fanwatch did not start: %s", P.ebuf);
+}
+
+/* The next output line (without its newline), or NULL on timeout/EOF. */
+static char *next_line(int ms)
+{
+	int64_t end = now_ms() + ms;
+	char *nl, *line;
+
+	while (!(nl = memchr(P.obuf, '\n', P.olen))) {
+		int left = (int)(end - now_ms());
+
+		if (left <= 0 || fill(P.out, P.obuf, &P.olen, sizeof(P.obuf), left) <= 0)
+			return NULL;
+	}
+	line = strndup(P.obuf, nl - P.obuf);
+	P.olen -= nl + 1 - P.obuf;
+	memmove(P.obuf, nl + 1, P.olen);
+	return line;
+}
+
+/* "~x" matches lines containing x; anything else must match exactly. */
+static bool line_matches(const char *want, const char *got)
+{
+	if (want[0] == '~')
+		return strstr(got, want + 1) != NULL;
+	return !strcmp(want, got);
+}
+
+static void expect(const char *const *want)
+{
+	for (; *want; want++) {
+		char *got = next_line(LINE_TIMEOUT_MS);
+
+		drain_err(0);
+		if (!got)
+			fail_msg("expected \"%s\", got nothing (stderr: %s)", *want, P.ebuf);
+		if (!line_matches(*want, got))
+			fail_msg("expected \"%s\", got \"%s\"", *want, got);
+		free(got);
+	}
+}
+
+static void expect_quiet(int ms)
+{
+	char *got = next_line(ms);
+
+	if (got)
+		fail_msg("unexpected event \"%s\"", got);
+}
+
+/* A sanitizer build of fanwatch reports on stderr: that fails the test. */
+static void check_sanitizers(void)
+{
+	if (strstr(P.ebuf, "runtime error") || strstr(P.ebuf, "Sanitizer"))
+		fail_msg("fanwatch: %s", P.ebuf);
+}
+
+static int finish(void)
+{
+	int st;
+
+	kill(P.pid, SIGTERM);
+	waitpid(P.pid, &st, 0);
+	drain_err(0);
+	close(P.out);
+	close(P.err);
+	check_sanitizers();
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run fanwatch to its end; returns the exit status, stderr in P.ebuf. */
+static int run(const char *const *args, void (*act)(void))
+{
+	int st;
+
+	spawn(args, act != NULL);
+	if (act)
+		act();
+	while (fill(P.err, P.ebuf, &P.elen, sizeof(P.ebuf), LINE_TIMEOUT_MS) > 0)
+		;
+	while (fill(P.out, P.obuf, &P.olen, sizeof(P.obuf), 100) > 0)
+		;
+	waitpid(P.pid, &st, 0);
+	close(P.out);
+	close(P.err);
+	check_sanitizers();
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void write_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	if (*data)
+		assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+}
+
+static int rm_one(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (type == FTW_DP || type == FTW_D)
+		chmod(p, 0700);
+	return remove(p) && errno != ENOENT;
+}
+
+static void rm_rf(const char *path)
+{
+	chmod(path, 0700);
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int fresh(void **state)
+{
+	(void)state;
+	rm_rf("w");
+	rm_rf("out");
+	if (mkdir("w", 0755) || mkdir("out", 0755))
+		return -1;
+	return 0;
+}
+
+static const char *const monitor[] = { "-m", "-r", "w", NULL };
+
+#define EXPECT(...) expect((const char *const[]){ __VA_ARGS__, NULL })
+#define WROTE(dir, name) dir " CREATE " name, dir " MODIFY " name, dir " CLOSE_WRITE " name
+
+static void expect_rename(const char *odir, const char *oname, const char *ndir,
+			  const char *nname, bool isdir)
+{
+	char a[256], b[256];
+	const char *flag = isdir ? ",ISDIR" : "";
+
+	if (paired) {
+		snprintf(a, sizeof(a), "%s MOVED_FROM,MOVED_TO%s %s <- %s%s", ndir, flag,
+			 nname, odir, oname);
+		EXPECT(a);
+		return;
+	}
+	/* 5.13-5.16: two unpaired halves. */
+	snprintf(a, sizeof(a), "%s MOVED_FROM%s %s", odir, flag, oname);
+	snprintf(b, sizeof(b), "%s MOVED_TO%s %s", ndir, flag, nname);
+	EXPECT(a, b);
+}
+
+static void workload(const char *const *args)
+{
+	spawn(args, true);
+	assert_int_equal(mkdir("w/a", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR a");
+	write_file("w/a/f", "hi");
+	EXPECT(WROTE("w/a/", "f"));
+	assert_int_equal(rename("w/a/f", "w/a/g"), 0);
+	expect_rename("w/a/", "f", "w/a/", "g", false);
+	assert_int_equal(mkdir("w/b", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR b");
+	assert_int_equal(rename("w/a/g", "w/b/h"), 0);
+	expect_rename("w/a/", "g", "w/b/", "h", false);
+	/* A watched directory renamed: later paths must use the new name. */
+	assert_int_equal(rename("w/b", "w/c"), 0);
+	expect_rename("w/", "b", "w/", "c", true);
+	EXPECT("w/c/ MOVE_SELF,ISDIR ");
+	write_file("w/c/y", "x");
+	EXPECT(WROTE("w/c/", "y"));
+	assert_int_equal(chmod("w/c/y", 0600), 0);
+	EXPECT("w/c/ ATTRIB y");
+	assert_int_equal(unlink("w/c/h"), 0);
+	assert_int_equal(unlink("w/c/y"), 0);
+	EXPECT("w/c/ DELETE h", "w/c/ DELETE y");
+	assert_int_equal(rmdir("w/c"), 0);
+	EXPECT("w/ DELETE,ISDIR c", "w/c/ DELETE_SELF,ISDIR ");
+	/* Leaving the tree is a half rename; the directory is then unwatched. */
+	assert_int_equal(rename("w/a", "out/a"), 0);
+	EXPECT("w/ MOVED_FROM,ISDIR a");
+	if (!paired)	/* only its MOVE_SELF tells it left */
+		EXPECT("w/a/ MOVE_SELF,ISDIR ");
+	write_file("out/a/z", "lost");
+	assert_int_equal(mkdir("w/d", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR d");
+	/* Coming in is the other half; the newcomer is watched at once. */
+	assert_int_equal(rename("out/a", "w/in"), 0);
+	EXPECT("w/ MOVED_TO,ISDIR in");
+	write_file("w/in/k", "new");
+	EXPECT(WROTE("w/in/", "k"));
+	/* Renamed over an empty watched directory, which is gone then. */
+	assert_int_equal(rename("w/in", "w/d"), 0);
+	expect_rename("w/", "in", "w/", "d", true);
+	EXPECT("w/d/ DELETE_SELF,ISDIR ", "w/d/ MOVE_SELF,ISDIR ");
+	write_file("w/d/k2", "");
+	EXPECT("w/d/ CREATE k2", "w/d/ CLOSE_WRITE k2");
+	expect_quiet(300);
+	assert_int_equal(finish(), 128 + SIGTERM);
+}
+
+static void workload_paired(void **state)
+{
+	(void)state;
+	if (!have_rename)
+		skip();		/* before 5.17: only the unpaired fallback */
+	paired = true;
+	workload(monitor);
+}
+
+/* The 5.13-5.16 fallback, which --unpaired-renames selects anywhere. */
+static void workload_unpaired(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--unpaired-renames", "w", NULL };
+
+	(void)state;
+	paired = false;
+	workload(args);
+}
+
+#define ODD "q\"u,o\nte\xff"
+
+/* A moved top directory: later events carry its new (absolute) path. */
+static void root_moved(void **state)
+{
+	char cwd[256], want[512];
+
+	(void)state;
+	if (access("/proc/self/fd", F_OK))
+		skip();		/* fanwatch learns the new path from /proc */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	spawn(monitor, true);
+	assert_int_equal(rename("w", "out/w2"), 0);
+	EXPECT("w/ MOVE_SELF,ISDIR ");
+	write_file("out/w2/x", "");
+	snprintf(want, sizeof(want), "%s/out/w2/ CREATE x", cwd);
+	EXPECT(want);
+	finish();
+}
+
+static void odd_names_csv(void **state)
+{
+	static const char *const args[] = { "-m", "--csv", "w", NULL };
+
+	(void)state;
+	spawn(args, true);
+	write_file("w/" ODD, "");
+	EXPECT("w/,CREATE,\"q\"\"u,o\\nte\\xff\"", "w/,CLOSE_WRITE,\"q\"\"u,o\\nte\\xff\"");
+	finish();
+}
+
+static void odd_names_json(void **state)
+{
+	static const char *const args[] = { "-m", "--json", "w", NULL };
+
+	(void)state;
+	spawn(args, true);
+	write_file("w/" ODD, "");
+	EXPECT("~\"events\":[\"CREATE\"],\"path\":\"w/q\\\"u,o\\nte\\udcff\",\"old_path\":null,\"is_dir\":false,\"own_event\":false,\"scan\":false}",
+	       "~\"events\":[\"CLOSE_WRITE\"]");
+	finish();
+}
+
+/* A new directory is marked, then scanned: nothing made inside is missed. */
+static void new_dir_scanned(void **state)
+{
+	bool f = false, g = false;
+	char *l;
+
+	(void)state;
+	spawn(monitor, true);
+	assert_int_equal(mkdir("w/n", 0755), 0);
+	write_file("w/n/f", "");
+	assert_int_equal(mkdir("w/n/m", 0755), 0);
+	write_file("w/n/m/g", "");
+	while ((!f || !g) && (l = next_line(LINE_TIMEOUT_MS))) {
+		f |= !strcmp(l, "w/n/ CREATE f") || !strcmp(l, "w/n/ CREATE,SCAN f");
+		g |= !strcmp(l, "w/n/m/ CREATE g") || !strcmp(l, "w/n/m/ CREATE,SCAN g");
+		free(l);
+	}
+	finish();
+	assert_true(f);
+	assert_true(g);
+}
+
+static void unreadable_subdir(void **state)
+{
+	(void)state;
+	assert_int_equal(mkdir("w/old", 0), 0);
+	spawn(monitor, true);
+	assert_non_null(strstr(P.ebuf, "cannot watch w/old: permission denied"));
+	assert_int_equal(mkdir("w/locked", 0), 0);
+	EXPECT("w/ CREATE,ISDIR locked");
+	assert_true(wait_err("cannot watch w/locked: permission denied", LINE_TIMEOUT_MS));
+	write_file("w/after", "");
+	EXPECT("w/ CREATE after", "w/ CLOSE_WRITE after");
+	finish();
+}
+
+static void filters(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--exclude", "skip",
+					    "--includei", "\\.C$|/d$", "w", NULL };
+
+	(void)state;
+	spawn(args, true);
+	assert_int_equal(mkdir("w/skip", 0755), 0);
+	write_file("w/skip/a.c", "");
+	write_file("w/a.h", "");
+	assert_int_equal(mkdir("w/d", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR d");
+	write_file("w/d/b.c", "");
+	EXPECT("w/d/ CREATE b.c", "w/d/ CLOSE_WRITE b.c");
+	expect_quiet(300);
+	finish();
+}
+
+static void own_events(void **state)
+{
+	static const char *const all[] = { "-m", "-r", "-e", "open", "--json", "w", NULL };
+	static const char *const noself[] = { "-m", "-r", "-e", "open", "--json",
+					      "--no-self", "w", NULL };
+
+	(void)state;
+	/* Scanning a new directory opens it: that open is fanwatch's own. */
+	spawn(all, true);
+	assert_int_equal(mkdir("w/s", 0755), 0);
+	EXPECT("~\"own_event\":true");
+	finish();
+	spawn(noself, true);
+	assert_int_equal(mkdir("w/t", 0755), 0);
+	write_file("w/f", "");
+	EXPECT("~\"events\":[\"OPEN\"],\"path\":\"w/f\",\"old_path\":null,\"is_dir\":false,\"own_event\":false");
+	expect_quiet(300);
+	finish();
+}
+
+static long queue_limit(void)
+{
+	FILE *f = fopen("/proc/sys/fs/fanotify/max_queued_events", "r");
+	long max = 16384;
+
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = 16384;
+		fclose(f);
+	}
+	return max;
+}
+
+/*
+ * Stop the watcher, make more events than the queue holds, resume it.
+ * mknodat makes a file with one syscall and one event: this runs in slow
+ * emulated guests too.
+ */
+static long flood(long max, void (*also)(void))
+{
+	int dfd = open("w", O_RDONLY | O_DIRECTORY);
+	char name[32];
+	long i;
+
+	assert_true(dfd >= 0);
+	kill(P.pid, SIGSTOP);
+	for (i = 0; i < max + 100; i++) {
+		snprintf(name, sizeof(name), "%ld", i);
+		assert_int_equal(mknodat(dfd, name, S_IFREG | 0644, 0), 0);
+	}
+	close(dfd);
+	if (also)
+		also();		/* lost too: the queue is full */
+	kill(P.pid, SIGCONT);
+	return i;
+}
+
+static void change_old_files(void)
+{
+	unlink("w/0");		/* its CREATE is queued, its DELETE is lost */
+	unlink("w/old");
+	write_file("w/mod", "22");
+}
+
+/*
+ * The overflow is reported (stderr and a Q_OVERFLOW line) after exactly a
+ * queue's worth of events; with --rescan-on-overflow the lost creations,
+ * a lost modification and lost deletions come back as SCAN events, so
+ * every name is accounted for.
+ */
+static void overflow_rescan(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--rescan-on-overflow",
+					    "--format", "%e %f", "w", NULL };
+	long max = queue_limit(), files, created = 0, scanned = 0;
+	bool overflowed = false, modified = false, deleted = false, first = false;
+	char *l;
+
+	(void)state;
+	if (max > 100000)
+		skip();
+	write_file("w/old", "1");
+	write_file("w/mod", "1");
+	spawn(args, true);
+	files = flood(max, change_old_files);
+	while ((l = next_line(2000))) {
+		if (!strcmp(l, "Q_OVERFLOW "))
+			overflowed = true;
+		else if (!strncmp(l, "CREATE ", 7))
+			created++;
+		else if (!strncmp(l, "CREATE,SCAN ", 12))
+			scanned++;
+		modified |= !strcmp(l, "MODIFY,SCAN mod");
+		deleted |= !strcmp(l, "DELETE,SCAN old");
+		first |= !strcmp(l, "DELETE,SCAN 0");
+		if (!overflowed)
+			assert_true(created <= max);
+		free(l);
+	}
+	assert_true(wait_err("the event queue overflowed", LINE_TIMEOUT_MS));
+	finish();
+	assert_true(overflowed);
+	assert_int_equal(created, max);
+	assert_true(modified);
+	assert_true(deleted);
+	assert_true(first);
+	assert_int_equal(created + scanned, files);
+}
+
+static void act_touch(void)
+{
+	write_file("w/x", "");
+}
+
+/*
+ * The mark limit, reproduced without privilege: a new user namespace has
+ * its own user.max_fanotify_marks, which its owner may lower.
+ */
+static int limit_marks(void)
+{
+	int fd;
+
+	if (unshare(CLONE_NEWUSER))
+		return -1;
+	fd = open("/proc/sys/user/max_fanotify_marks", O_WRONLY);
+	if (fd < 0 || write(fd, "3", 1) != 1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static void limit_marks_or_die(void)
+{
+	if (limit_marks())
+		_exit(126);
+}
+
+static void mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+	pid_t pid = fork();
+	int st;
+
+	(void)state;
+	if (!pid)
+		_exit(limit_marks() ? 1 : 0);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		skip();		/* no user namespaces here */
+	assert_int_equal(mkdir("w/a", 0755) | mkdir("w/a/b", 0755) |
+			 mkdir("w/c", 0755) | mkdir("w/d", 0755) | mkdir("w/d/e", 0755), 0);
+	pre_exec = limit_marks_or_die;
+	spawn(args, true);
+	pre_exec = NULL;
+	assert_non_null(strstr(P.ebuf, "reached the fanotify mark limit (fs.fanotify.max_user_marks = "));
+	assert_non_null(strstr(P.ebuf, "user.max_fanotify_marks = 3): 3 directories left unwatched"));
+	finish();
+}
+
+static void act_skip_then_keep(void)
+{
+	write_file("w/skip/no", "");
+	write_file("w/x", "");
+}
+
+/* --fromfile with an @exclusion, -o, --format with %T and --timefmt. */
+static void fromfile_outfile(void **state)
+{
+	static const char *const args[] = { "-r", "--fromfile", "out/list", "-o", "out/log",
+					    "--format", "[%T] %w%f %e", "--timefmt", "%%", NULL };
+	char buf[256] = "";
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(mkdir("w/skip", 0755), 0);
+	write_file("out/list", "w\n@w/skip\n");
+	assert_int_equal(run(args, act_skip_then_keep), 0);
+	assert_non_null(strstr(P.ebuf, "Watches established."));
+	f = fopen("out/log", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "[%] w/x CREATE\n");
+}
+
+/* A filesystem without file handles, reachable without privilege: procfs. */
+static void no_file_handles(void **state)
+{
+	static const char *const args[] = { "/proc/self", NULL };
+
+	(void)state;
+	if (access("/proc/self", R_OK))
+		skip();
+	assert_int_equal(run(args, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "cannot watch /proc/self: its filesystem (proc) does not support file handles (EOPNOTSUPP)"));
+}
+
+static void exit_codes(void **state)
+{
+	static const char *const once[] = { "w", NULL };
+	static const char *const tmo[] = { "-t", "1", "w", NULL };
+	static const char *const twice[] = { "-r", "-t", "1", "w", "w/", NULL };
+	static const char *const missing[] = { "w/nope", NULL };
+	static const char *const badev[] = { "-e", "bogus", "w", NULL };
+	static const char *const file[] = { "w/file", NULL };
+	static const char *const badre[] = { "--exclude", "(", "w", NULL };
+	static const char *const none[] = { NULL };
+	static const char *const badopt[] = { "--frobnicate", "w", NULL };
+
+	(void)state;
+	write_file("w/file", "");
+	assert_int_equal(run(once, act_touch), 0);
+	assert_non_null(strstr(P.obuf, "w/ CREATE x\n"));
+	assert_int_equal(run(tmo, NULL), 2);
+	assert_int_equal(run(twice, NULL), 2);	/* the same tree twice is fine */
+	assert_int_equal(run(missing, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "cannot watch 'w/nope': No such file or directory"));
+	assert_int_equal(run(badev, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "unknown event 'bogus'"));
+	assert_int_equal(run(file, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "not a directory"));
+	assert_int_equal(run(badre, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "bad regular expression"));
+	assert_int_equal(run(none, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "no directory to watch"));
+	assert_int_equal(run(badopt, NULL), 1);
+}
+
+static bool kernel_at_least(int maj, int min)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &a, &b);
+	return a > maj || (a == maj && b >= min);
+}
+
+/* Root makes a private directory for uid 65534 and becomes that user. */
+static int become_nobody(char *dir)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	if (geteuid() == 0) {
+		if (chown(dir, NOBODY, NOBODY) || setgroups(0, NULL) ||
+		    setgid(NOBODY) || setuid(NOBODY)) {
+			perror("dropping to uid 65534");
+			return -1;
+		}
+	}
+	if (chdir(dir)) {
+		perror(dir);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(workload_paired, fresh),
+		cmocka_unit_test_setup(workload_unpaired, fresh),
+		cmocka_unit_test_setup(root_moved, fresh),
+		cmocka_unit_test_setup(odd_names_csv, fresh),
+		cmocka_unit_test_setup(odd_names_json, fresh),
+		cmocka_unit_test_setup(new_dir_scanned, fresh),
+		cmocka_unit_test_setup(unreadable_subdir, fresh),
+		cmocka_unit_test_setup(filters, fresh),
+		cmocka_unit_test_setup(own_events, fresh),
+		cmocka_unit_test_setup(overflow_rescan, fresh),
+		cmocka_unit_test_setup(mark_limit, fresh),
+		cmocka_unit_test_setup(fromfile_outfile, fresh),
+		cmocka_unit_test_setup(no_file_handles, fresh),
+		cmocka_unit_test_setup(exit_codes, fresh),
+	};
+	char dir[] = "/tmp/fanwatch-test.XXXXXX";
+	int ret;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s /path/to/fanwatch\n", argv[0]);
+		return 1;
+	}
+	/* Resolved before become_nobody() changes directory. */
+	fanwatch = realpath(argv[1], NULL);
+	if (!fanwatch) {
+		perror(argv[1]);
+		return 1;
+	}
+	have_rename = kernel_at_least(5, 17);
+	signal(SIGPIPE, SIG_IGN);
+	if (become_nobody(dir))
+		return 1;
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	fresh(NULL);
+	rm_rf("w");
+	rm_rf("out");
+	if (chdir("/tmp") || rmdir(dir))
+		perror(dir);
+	return ret;
+}
