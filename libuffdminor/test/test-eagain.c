@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * While a REMOVE event is unread the kernel refuses CONTINUE with EAGAIN;
+ * uffdm_resolve() reads the event (into the caller's spill) and retries.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+
+#include "common.h"
+
+struct zapper {
+	struct uffdm_region *r;
+	int ret;
+	pthread_t pt;
+};
+
+/* MADV_DONTNEED posts REMOVE and blocks until someone reads it. */
+static void *zap(void *arg)
+{
+	struct zapper *z = arg;
+
+	z->ret = uffdm_region_zap(z->r, 0, uffdm_region_page_size(z->r));
+	return NULL;
+}
+
+/* Once the REMOVE is queued (mmap_changing is set first), CONTINUE must refuse. */
+static ssize_t continue_until_eagain(struct uffdm *u, char *addr, size_t page)
+{
+	struct pollfd pfd = { .fd = uffdm_fd(u), .events = POLLIN };
+
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	return uffdm_continue(u, addr, page, 0);
+}
+
+/* A region with a REMOVE event posted for page 0 and not read yet. */
+struct fixture {
+	struct uffdm *u;
+	struct uffdm_region *r;
+	size_t page;
+	char *view;
+	struct zapper z;
+};
+
+static void remove_pending(void **state, struct fixture *f)
+{
+	const struct mem_case *mc = need_case(state);
+
+	f->u = open_uffd(UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_EVENT_REMOVE);
+	f->r = registered_region(f->u, mc, 2, 0);
+	f->page = uffdm_region_page_size(f->r);
+	f->view = uffdm_region_view(f->r);
+	f->z = (struct zapper){ .r = f->r };
+	assert_int_equal(pthread_create(&f->z.pt, NULL, zap, &f->z), 0);
+	assert_int_equal(continue_until_eagain(f->u, f->view + f->page, f->page), -EAGAIN);
+}
+
+/* Once the event is read, the zapper's madvise returns; then page 1 maps. */
+static void finish(struct fixture *f)
+{
+	pthread_join(f->z.pt, NULL);
+	assert_int_equal(f->z.ret, 0);
+	assert_int_equal(uffdm_resolve(f->u, f->view + f->page, f->page, NULL, 0, NULL) >= 0, 1);
+	uffdm_region_destroy(f->r);
+	uffdm_close(f->u);
+}
+
+static void test_eagain_read_retry(void **state)
+{
+	struct uffdm_event ev[4];
+	struct fixture f;
+
+	remove_pending(state, &f);
+	assert_int_equal(uffdm_events_read(f.u, ev, 4, 0), 1);
+	assert_int_equal(ev[0].kind, UFFDM_EVENT_REMOVE);
+	assert_int_equal(ev[0].addr, (uintptr_t)f.view);
+	assert_int_equal(ev[0].end, (uintptr_t)f.view + f.page);
+	finish(&f);
+}
+
+static void test_eagain_resolve_drains(void **state)
+{
+	struct uffdm_event spill[4];
+	unsigned int n = 0;
+	struct fixture f;
+
+	remove_pending(state, &f);
+	/* No room to read the event into: refused, not spun on. */
+	assert_int_equal(uffdm_resolve(f.u, f.view + f.page, f.page, NULL, 0, NULL), -EAGAIN);
+	assert_int_equal(uffdm_resolve(f.u, f.view + f.page, f.page, spill, 4, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(spill[0].kind, UFFDM_EVENT_REMOVE);
+	finish(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		CROSS(test_eagain_read_retry),
+		CROSS(test_eagain_resolve_drains),
+	};
+
+	return cmocka_run_group_tests_name("eagain", tests, NULL, NULL);
+}
