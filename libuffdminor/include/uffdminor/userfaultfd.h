@@ -11,11 +11,12 @@
  * The ABI values are the kernel's; UFFDIO_CONTINUE is the _IOWR value the
  * kernel uses since 5.13 (the first published header said _IOR).
  */
-#ifndef _LINUX_USERFAULTFD_H
-#define _LINUX_USERFAULTFD_H
-
+/* Outside the guard: the 6.1 system header does not include ioctl.h itself. */
 #include <linux/types.h>
 #include <linux/ioctl.h>
+
+#ifndef _LINUX_USERFAULTFD_H
+#define _LINUX_USERFAULTFD_H
 
 #define USERFAULTFD_IOC		0xAA
 #define USERFAULTFD_IOC_NEW	_IO(USERFAULTFD_IOC, 0x00)
