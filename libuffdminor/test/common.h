@@ -29,7 +29,7 @@ extern const struct mem_case shmem_case, hugetlb_case;
 	{ #fn "/hugetlb", fn, NULL, NULL, (void *)&hugetlb_case }
 
 #define SKIP_BECAUSE(...) do { \
-	print_message("SKIP: " __VA_ARGS__); \
+	print_message("# skip reason: " __VA_ARGS__); \
 	print_message("\n"); \
 	skip(); \
 } while (0)
