@@ -254,6 +254,7 @@ static int prepare(struct uffdm_handler *h)
 	/* Several threads poll one descriptor: a read must never block. */
 	if (fl < 0 || fcntl(h->u->fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
+	h->u->nonblock = true;
 	h->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (h->stop_fd < 0)
 		return -errno;

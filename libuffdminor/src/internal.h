@@ -10,6 +10,7 @@ struct uffdm {
 	uint64_t features;	/* granted by UFFDIO_API */
 	uint64_t ioctls;	/* returned by UFFDIO_API */
 	uint64_t avail;		/* what the kernel offers, from the probe */
+	bool nonblock;		/* O_NONBLOCK is set: a read can be tried blind */
 };
 
 struct uffdm_region {

@@ -204,6 +204,7 @@ int uffdm_open(struct uffdm **out, unsigned int flags, uint64_t features)
 	u->features = api.features;
 	u->ioctls = api.ioctls;
 	u->avail = p.features;
+	u->nonblock = flags & UFFDM_OPEN_NONBLOCK;
 	*out = u;
 	return 0;
 }

@@ -285,6 +285,31 @@ static ssize_t read_msgs(int fd, struct uffd_msg *msgs, unsigned int n)
 }
 
 /*
+ * One read, with a poll first only where the descriptor's mode differs
+ * from the call's: a non-blocking read on a non-blocking descriptor, what
+ * the handler threads do on every batch, costs one syscall.
+ */
+static ssize_t read_batch(struct uffdm *u, struct uffd_msg *msgs, unsigned int n, bool nonblock)
+{
+	ssize_t got;
+	int ret;
+
+	for (;;) {
+		if (u->nonblock != nonblock) {
+			ret = wait_readable(u->fd, nonblock ? 0 : -1);
+			if (ret <= 0)
+				return ret;
+		}
+		got = read_msgs(u->fd, msgs, n);
+		if (got != -EAGAIN)
+			return got;
+		/* Nothing, or another reader took it: only a blocking read waits again. */
+		if (nonblock)
+			return 0;
+	}
+}
+
+/*
  * Reads up to max events in one go.  Blocking: waits for at least one, even
  * on a non-blocking descriptor.  UFFDM_READ_NONBLOCK: 0 when none pending.
  */
@@ -292,30 +317,15 @@ int uffdm_events_read(struct uffdm *u, struct uffdm_event *ev, unsigned int max,
 		      unsigned int flags)
 {
 	struct uffd_msg msgs[UFFDM_READ_BATCH];
-	bool nonblock = flags & UFFDM_READ_NONBLOCK;
 	ssize_t got;
-	int ret;
 
 	if (!u || !ev || !max || (flags & ~UFFDM_READ_NONBLOCK))
 		return -EINVAL;
 	if (max > UFFDM_READ_BATCH)
 		max = UFFDM_READ_BATCH;
-	for (;;) {
-		ret = wait_readable(u->fd, nonblock ? 0 : -1);
-		if (ret < 0)
-			return ret;
-		if (ret == 0)
-			return 0;
-		got = read_msgs(u->fd, msgs, max);
-		/* Another reader took them: only a blocking read waits again. */
-		if (got == -EAGAIN && !nonblock)
-			continue;
-		if (got == -EAGAIN)
-			return 0;
-		if (got < 0)
-			return (int)got;
-		break;
-	}
+	got = read_batch(u, msgs, max, flags & UFFDM_READ_NONBLOCK);
+	if (got < 0)
+		return (int)got;
 	for (ssize_t i = 0; i < got; i++)
 		uffdm_event_decode(&msgs[i], &ev[i]);
 	return (int)got;
