@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -99,30 +100,95 @@ static void record_latency(struct hthread *t, uint64_t ns)
 		__atomic_store_n(&t->max_ns, ns, __ATOMIC_RELAXED);
 }
 
+static bool is_fault(const struct uffdm_event *ev)
+{
+	return ev->kind == UFFDM_EVENT_MINOR || ev->kind == UFFDM_EVENT_MISSING ||
+	       ev->kind == UFFDM_EVENT_WP;
+}
+
+static char *fault_page(const struct uffdm_handler *h, const struct uffdm_event *ev)
+{
+	return (char *)(uintptr_t)(ev->addr & ~((uint64_t)h->r->page - 1));
+}
+
+static void serve_event(struct hthread *t, const struct uffdm_event *ev)
+{
+	count(t, C_EVENTS);
+	if (t->h->cfg.event)
+		t->h->cfg.event(t->h->cfg.arg, ev);
+}
+
+/*
+ * The spill is full and the kernel still refuses: the event it waits for
+ * is queued behind faults (it hands out faults first).  Empty the spill
+ * without resolving: events are served, faults are woken unresolved, so
+ * their threads fault again and come back as fresh events later.
+ */
+static void requeue_spill(struct hthread *t)
+{
+	struct uffdm_handler *h = t->h;
+
+	for (unsigned int i = 0; i < t->nspill; i++) {
+		if (is_fault(&t->spill[i]))
+			uffdm_wake(h->u, fault_page(h, &t->spill[i]), h->r->page);
+		else
+			serve_event(t, &t->spill[i]);
+	}
+	t->nspill = 0;
+}
+
+/* A resolving ioctl got EAGAIN: read the pending event so the kernel lets us. */
+static void drain(struct hthread *t)
+{
+	int n;
+
+	count(t, C_EAGAIN);
+	if (t->nspill == BATCH)
+		requeue_spill(t);
+	n = uffdm_events_read(t->h->u, t->spill + t->nspill, BATCH - t->nspill,
+			      UFFDM_READ_NONBLOCK);
+	if (n > 0)
+		t->nspill += (unsigned int)n;
+	else
+		sched_yield();	/* another handler thread is reading it */
+}
+
+static int poison_page(struct hthread *t, char *page, size_t len)
+{
+	ssize_t done;
+
+	for (;;) {
+		done = uffdm_poison(t->h->u, page, len, 0);
+		if (done != -EAGAIN)
+			break;
+		drain(t);
+	}
+	if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
+		return uffdm_wake(t->h->u, page, len);
+	return done < 0 ? (int)done : 0;
+}
+
 /*
  * The callback could not make the page right.  Never leave the faulting
  * thread asleep: poison the page (6.6+), so its retry gets SIGBUS; or move
  * the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose faults
- * are SIGBUS without an event, and wake the thread into it.
+ * are SIGBUS without an event, and wake the thread into it.  The wake comes
+ * last whatever failed before it: a thread refaulting is better than one
+ * asleep for ever.
  */
-static int fail_page(struct uffdm_handler *h, char *page, size_t len)
+static int fail_page(struct hthread *t, char *page, size_t len)
 {
-	ssize_t done;
-	int ret;
+	struct uffdm_handler *h = t->h;
+	int ret, woke;
 
-	if (h->poison) {
-		done = uffdm_poison(h->u, page, len, 0);
-		if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
-			return uffdm_wake(h->u, page, len);
-		return done < 0 ? (int)done : 0;
-	}
+	if (h->poison)
+		return poison_page(t, page, len);
 	/* A MINOR-only range is not woken by UNREGISTER, so no window opens. */
 	ret = uffdm_range_unregister(h->u, page, len);
 	if (!ret)
 		ret = uffdm_range_register(h->sigbus, page, len, 0, NULL);
-	if (!ret)
-		ret = uffdm_wake(h->u, page, len);
-	return ret;
+	woke = uffdm_wake(h->u, page, len);
+	return ret ? ret : woke;
 }
 
 static enum counter kind_counter(enum uffdm_event_kind k)
@@ -134,6 +200,36 @@ static enum counter kind_counter(enum uffdm_event_kind k)
 		return C_MISSING;
 	default:
 		return C_WP;
+	}
+}
+
+static int unprotect(struct hthread *t, char *page)
+{
+	int ret;
+
+	for (;;) {
+		ret = uffdm_writeprotect(t->h->u, page, t->h->r->page, false);
+		if (ret != -EAGAIN)
+			return ret;
+		drain(t);
+	}
+}
+
+static int map_page(struct hthread *t, char *page)
+{
+	unsigned int before;
+	int ret;
+
+	for (;;) {
+		before = t->nspill;
+		ret = uffdm_resolve(t->h->u, page, t->h->r->page, t->spill, BATCH, &t->nspill);
+		if (t->nspill != before)
+			count(t, C_EAGAIN);
+		if (ret == 1)
+			count(t, C_EEXIST);
+		if (ret != -EAGAIN)
+			return ret < 0 ? ret : 0;
+		requeue_spill(t);
 	}
 }
 
@@ -150,30 +246,18 @@ static int make_right(struct hthread *t, char *page, const struct uffdm_event *e
 	if (ret)
 		return ret < 0 ? ret : -EIO;
 	if (ev->kind == UFFDM_EVENT_WP)
-		return uffdm_writeprotect(h->u, page, r->page, false);
-	for (;;) {
-		unsigned int before = t->nspill;
-
-		ret = uffdm_resolve(h->u, page, r->page, t->spill, BATCH, &t->nspill);
-		if (t->nspill != before || ret == -EAGAIN)
-			count(t, C_EAGAIN);
-		if (ret == 1)
-			count(t, C_EEXIST);
-		/* -EAGAIN: spill is full; its faults wait for us anyway */
-		if (ret != -EAGAIN)
-			return ret < 0 ? ret : 0;
-	}
+		return unprotect(t, page);
+	return map_page(t, page);
 }
 
 static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 {
-	struct uffdm_handler *h = t->h;
-	char *page = (char *)(uintptr_t)(ev->addr & ~((uint64_t)h->r->page - 1));
+	char *page = fault_page(t->h, ev);
 
 	count(t, kind_counter(ev->kind));
 	if (make_right(t, page, ev)) {
 		count(t, C_FAILED);
-		fail_page(h, page, h->r->page);
+		fail_page(t, page, t->h->r->page);
 	} else {
 		count(t, C_RESOLVED);
 	}
@@ -182,18 +266,10 @@ static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_
 
 static void serve(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 {
-	switch (ev->kind) {
-	case UFFDM_EVENT_MINOR:
-	case UFFDM_EVENT_MISSING:
-	case UFFDM_EVENT_WP:
+	if (is_fault(ev))
 		serve_fault(t, ev, t0);
-		break;
-	default:
-		count(t, C_EVENTS);
-		if (t->h->cfg.event)
-			t->h->cfg.event(t->h->cfg.arg, ev);
-		break;
-	}
+	else
+		serve_event(t, ev);
 }
 
 /* Events read while resolving: served last-in first-out, each may spill more. */

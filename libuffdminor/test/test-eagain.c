@@ -93,11 +93,71 @@ static void test_eagain_resolve_drains(void **state)
 	finish(&f);
 }
 
+/*
+ * The handler meets EAGAIN itself: the callback starts a zap of page 0 and
+ * returns only once the REMOVE is queued, so the CONTINUE that follows is
+ * refused; the handler must read the REMOVE, pass it to the event
+ * callback, and map the page after all.
+ */
+struct race {
+	struct uffdm *u;
+	struct zapper z;
+	int removes;
+};
+
+static int zap_first(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	struct race *rc = arg;
+	struct pollfd pfd = { .fd = uffdm_fd(rc->u), .events = POLLIN };
+
+	(void)ev;
+	fill_page((char *)uffdm_region_backing(r) + off, uffdm_region_page_size(r), 1);
+	rc->z = (struct zapper){ .r = r };
+	if (pthread_create(&rc->z.pt, NULL, zap, &rc->z))
+		return -EAGAIN;
+	return poll(&pfd, 1, 10000) == 1 ? 0 : -ETIMEDOUT;
+}
+
+static void count_remove(void *arg, const struct uffdm_event *ev)
+{
+	if (ev->kind == UFFDM_EVENT_REMOVE)
+		__atomic_fetch_add(&((struct race *)arg)->removes, 1, __ATOMIC_RELAXED);
+}
+
+static void test_eagain_handler(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct race rc = { .u = open_uffd(UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_EVENT_REMOVE) };
+	struct uffdm_region *r = registered_region(rc.u, mc, 2, 0);
+	size_t page = uffdm_region_page_size(r);
+	struct uffdm_handler_config cfg = {
+		.threads = 1, .fault = zap_first, .event = count_remove, .arg = &rc,
+	};
+	struct uffdm_handler *h;
+	struct uffdm_stats st;
+
+	assert_int_equal(uffdm_handler_start(&h, rc.u, r, &cfg), 0);
+	assert_true(check_page((char *)uffdm_region_view(r) + page, page, 1));
+	pthread_join(rc.z.pt, NULL);
+	assert_int_equal(rc.z.ret, 0);
+	assert_int_equal(uffdm_handler_stop(h, &st), 0);
+	print_message("# minor %llu eagain %llu events %llu\n", (unsigned long long)st.minor,
+		      (unsigned long long)st.eagain, (unsigned long long)st.events);
+	assert_int_equal(st.minor, 1);
+	assert_int_equal(st.resolved, 1);
+	assert_true(st.eagain >= 1);
+	assert_int_equal(st.events, 1);
+	assert_int_equal(rc.removes, 1);
+	uffdm_region_destroy(r);
+	uffdm_close(rc.u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CROSS(test_eagain_read_retry),
 		CROSS(test_eagain_resolve_drains),
+		CROSS(test_eagain_handler),
 	};
 
 	return cmocka_run_group_tests_name("eagain", tests, NULL, NULL);
