@@ -396,13 +396,14 @@ int uffdm_handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
 		return -EINVAL;
 	for (unsigned int i = 0; i < h->started; i++) {
 		const struct hthread *t = &h->th[i];
+		uint64_t m = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
 
 		for (int k = 0; k < C_NR; k++)
 			c[k] += __atomic_load_n(&t->count[k], __ATOMIC_RELAXED);
 		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
 			hist[b] += __atomic_load_n(&t->hist[b], __ATOMIC_RELAXED);
-		if (t->max_ns > max)
-			max = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
+		if (m > max)
+			max = m;
 	}
 	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
 		total += hist[b];
