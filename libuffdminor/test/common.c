@@ -14,6 +14,55 @@
 const struct mem_case shmem_case = { UFFDM_SHMEM, "shmem" };
 const struct mem_case hugetlb_case = { UFFDM_HUGETLB, "hugetlb" };
 
+/* What the helpers made and the case has not put yet. */
+static struct uffdm *live_u[8];
+static struct uffdm_region *live_r[8];
+
+static void track(void **slots, size_t n, void *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!slots[i]) {
+			slots[i] = p;
+			return;
+		}
+}
+
+static void untrack(void **slots, size_t n, void *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (slots[i] == p)
+			slots[i] = NULL;
+}
+
+void put_uffd(struct uffdm *u)
+{
+	untrack((void **)live_u, 8, u);
+	uffdm_close(u);
+}
+
+void put_region(struct uffdm_region *r)
+{
+	untrack((void **)live_r, 8, r);
+	uffdm_region_destroy(r);
+}
+
+struct uffdm *adopt_uffd(struct uffdm *u)
+{
+	track((void **)live_u, 8, u);
+	return u;
+}
+
+/* Descriptors first: a region with EVENT_UNMAP would wait for a reader. */
+void put_all(void)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (live_u[i])
+			put_uffd(live_u[i]);
+	for (size_t i = 0; i < 8; i++)
+		if (live_r[i])
+			put_region(live_r[i]);
+}
+
 struct uffdm_probe probe(void)
 {
 	struct uffdm_probe p;
@@ -80,6 +129,7 @@ struct uffdm_region *make_region(const struct mem_case *mc, size_t npages)
 	if (ret == -ENOMEM && mc->backing != UFFDM_SHMEM)
 		SKIP_BECAUSE("hugetlb: no huge pages in the pool (ENOMEM)");
 	assert_int_equal(ret, 0);
+	track((void **)live_r, 8, r);
 	return r;
 }
 
@@ -95,6 +145,7 @@ struct uffdm *open_uffd(unsigned int flags, uint64_t features)
 		uffdm_open_explain(why, sizeof(why));
 		SKIP_BECAUSE("cannot open a userfaultfd (%s): %s", strerror(-ret), why);
 	}
+	track((void **)live_u, 8, u);
 	return u;
 }
 
@@ -281,7 +332,7 @@ void e2e_check(const struct mem_case *mc, struct e2e *e)
 
 	e->backing = mc->backing;
 	/* skips on a short pool, saying so */
-	uffdm_region_destroy(make_region(mc, total));
+	put_region(make_region(mc, total));
 	ret = e2e_run(e);
 	if (ret)
 		fail_msg("%s", e->why);

@@ -28,11 +28,20 @@ extern const struct mem_case shmem_case, hugetlb_case;
 	{ #fn "/shmem", fn, NULL, NULL, (void *)&shmem_case }, \
 	{ #fn "/hugetlb", fn, NULL, NULL, (void *)&hugetlb_case }
 
+/* Skipping longjmps out of the case: free what the helpers made first. */
 #define SKIP_BECAUSE(...) do { \
 	print_message("# skip reason: " __VA_ARGS__); \
 	print_message("\n"); \
+	put_all(); \
 	skip(); \
 } while (0)
+
+/* Close/destroy what open_uffd()/make_region() made (others too); put_all() all of them. */
+void put_uffd(struct uffdm *u);
+void put_region(struct uffdm_region *r);
+void put_all(void);
+/* Track a descriptor opened by hand, so a skip frees it too. */
+struct uffdm *adopt_uffd(struct uffdm *u);
 
 /* The case's memory type, after skipping when the kernel cannot fault it. */
 const struct mem_case *need_case(void **state);

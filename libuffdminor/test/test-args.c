@@ -67,7 +67,7 @@ static void test_region_args(void **state)
 	assert_int_equal(uffdm_region_populate(r, page, 2 * page), -ERANGE);
 	assert_int_equal(uffdm_region_discard(r, 2 * page, page), -ERANGE);
 	assert_int_equal(uffdm_region_zap(r, 0, page / 2 ? page / 2 : 1), -EINVAL);
-	uffdm_region_destroy(r);
+	put_region(r);
 }
 
 static void test_call_args(void **state)
@@ -102,8 +102,8 @@ static void test_call_args(void **state)
 	cfg.fault = fault_ok;
 	cfg.flags = 1u << 30;
 	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), -EINVAL);
-	uffdm_close(u);
-	uffdm_region_destroy(r);
+	put_uffd(u);
+	put_region(r);
 }
 
 int main(void)

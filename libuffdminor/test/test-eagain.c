@@ -62,8 +62,8 @@ static void finish(struct fixture *f)
 	pthread_join(f->z.pt, NULL);
 	assert_int_equal(f->z.ret, 0);
 	assert_int_equal(uffdm_resolve(f->u, f->view + f->page, f->page, NULL, 0, NULL) >= 0, 1);
-	uffdm_region_destroy(f->r);
-	uffdm_close(f->u);
+	put_region(f->r);
+	put_uffd(f->u);
 }
 
 static void test_eagain_read_retry(void **state)
@@ -149,8 +149,8 @@ static void test_eagain_handler(void **state)
 	assert_true(st.eagain >= 1);
 	assert_int_equal(st.events, 1);
 	assert_int_equal(rc.removes, 1);
-	uffdm_region_destroy(r);
-	uffdm_close(rc.u);
+	put_region(r);
+	put_uffd(rc.u);
 }
 
 /*
@@ -239,8 +239,8 @@ static void test_eagain_crowd(void **state)
 	assert_int_equal(st.failed, 0);
 	assert_int_equal(st.events, 1);
 	assert_int_equal(c.removes, 1);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 int main(void)

@@ -20,8 +20,8 @@ static void test_double_continue(void **state)
 	assert_true(check_page(view + page, page, 1));
 	/* Over a range part mapped, the rest gets mapped and all is woken. */
 	assert_int_equal(uffdm_resolve(u, view, 2 * page, NULL, 0, NULL), 1);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 /* CONTINUE needs a page in the page cache: a hole is EFAULT. */
@@ -34,8 +34,8 @@ static void test_continue_hole(void **state)
 
 	assert_int_equal(uffdm_region_discard(r, 0, page), 0);
 	assert_int_equal(uffdm_continue(u, uffdm_region_view(r), page, 0), -EFAULT);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 int main(void)

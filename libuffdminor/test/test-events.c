@@ -68,8 +68,8 @@ static void test_fault_decode(void **state)
 	assert_int_equal(uffdm_resolve(u, view + page, page, NULL, 0, NULL), 0);
 	pthread_join(wr.pt, NULL);
 	assert_int_equal(ev.tid, wr.tid);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 /* With MISSING too, a hole faults as MISSING; filling the cache lets CONTINUE map it. */
@@ -91,8 +91,8 @@ static void test_missing_decode(void **state)
 	assert_int_equal(uffdm_resolve(u, view, page, NULL, 0, NULL), 0);
 	pthread_join(rd.pt, NULL);
 	assert_int_equal(rd.seen, 0x5546464d00000000ull);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static void test_decode_unknown(void **state)

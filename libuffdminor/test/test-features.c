@@ -32,8 +32,8 @@ static void test_continue_wp(void **state)
 		r = registered_region(u, mc, 1, 0);
 		assert_int_equal(uffdm_continue(u, uffdm_region_view(r), uffdm_region_page_size(r),
 						UFFDM_WP), -EOPNOTSUPP);
-		uffdm_region_destroy(r);
-		uffdm_close(u);
+		put_region(r);
+		put_uffd(u);
 		SKIP_BECAUSE("kernel lacks UFFDIO_CONTINUE_MODE_WP (Linux 6.4+): -EOPNOTSUPP checked");
 	}
 	u = open_uffd(0, feat);
@@ -50,8 +50,8 @@ static void test_continue_wp(void **state)
 	assert_int_equal(uffdm_writeprotect(u, view, page, false), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(((volatile char *)uffdm_region_backing(r))[0], 7);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static void test_poison(void **state)
@@ -65,8 +65,8 @@ static void test_poison(void **state)
 
 	if (!uffdm_probe_poison(&p)) {
 		assert_int_equal(uffdm_poison(u, view, page, 0), -EOPNOTSUPP);
-		uffdm_region_destroy(r);
-		uffdm_close(u);
+		put_region(r);
+		put_uffd(u);
 		SKIP_BECAUSE("kernel lacks UFFDIO_POISON (Linux 6.6+): -EOPNOTSUPP checked");
 	}
 	assert_int_equal(uffdm_poison(u, view, page, 0), (ssize_t)page);
@@ -76,8 +76,8 @@ static void test_poison(void **state)
 	assert_int_equal(uffdm_continue(u, view, page, 0), (ssize_t)page);
 	assert_true(check_page(view, page, 0));
 	assert_int_equal(uffdm_continue(u, view + page, page, 0), (ssize_t)page);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 int main(void)

@@ -73,20 +73,20 @@ static void test_kernel_access(void **state)
 	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
 	assert_int_equal(write_from_view(r), -EFAULT);
 	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 
 	ret = uffdm_open(&u, UFFDM_OPEN_KERNEL_FAULTS, 0);
 	if (ret == -EPERM || ret == -EACCES)
 		SKIP_BECAUSE("kernel-mode faults need CAP_SYS_PTRACE, vm.unprivileged_userfaultfd=1 "
 			     "or access to /dev/userfaultfd (%s)", strerror(-ret));
 	assert_int_equal(ret, 0);
-	r = registered_region(u, mc, 1, 0);
+	r = registered_region(adopt_uffd(u), mc, 1, 0);
 	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
 	assert_int_equal(write_from_view(r), 8);
 	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 int main(void)

@@ -67,8 +67,8 @@ static void finish(struct uffdm_handler *h, struct uffdm *u, struct uffdm_region
 	assert_int_equal(uffdm_handler_stop(h, &st), 0);
 	assert_int_equal(st.events, events);
 	assert_int_equal(st.minor + st.missing + st.wp, 0);
-	uffdm_close(u);
-	uffdm_region_destroy(r);
+	put_uffd(u);
+	put_region(r);
 }
 
 static void test_remove_unmap(void **state)
@@ -105,7 +105,7 @@ static void test_fork(void **state)
 	if (ret == -EPERM)
 		SKIP_BECAUSE("UFFD_FEATURE_EVENT_FORK needs CAP_SYS_PTRACE");
 	assert_int_equal(ret, 0);
-	r = registered_region(u, mc, 1, 0);
+	r = registered_region(adopt_uffd(u), mc, 1, 0);
 	h = start(u, r, &s);
 	fflush(NULL);
 	pid = fork();

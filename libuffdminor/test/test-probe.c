@@ -48,7 +48,7 @@ static void test_open_features(void **state)
 	assert_true(uffdm_fd(u) >= 0);
 	assert_true(uffdm_features(u) & UFFD_FEATURE_EVENT_REMOVE);
 	assert_true(uffdm_ioctls(u) & (1ull << _UFFDIO_REGISTER));
-	uffdm_close(u);
+	put_uffd(u);
 	assert_int_equal(uffdm_open(&u, 0, 1ull << 62), -EOPNOTSUPP);
 	assert_int_equal(uffdm_open(&u, 0, ~p.features & (1ull << 62)), -EOPNOTSUPP);
 }
@@ -63,12 +63,12 @@ static void test_open_paths(void **state)
 	probe();
 	ret = uffdm_open(&u, UFFDM_OPEN_NO_DEVICE, 0);
 	assert_int_equal(ret, 0);
-	uffdm_close(u);
+	put_uffd(u);
 	ret = uffdm_open(&u, UFFDM_OPEN_NO_SYSCALL | UFFDM_OPEN_NONBLOCK, 0);
 	if (ret == -ENOENT || ret == -EACCES)
 		SKIP_BECAUSE("/dev/userfaultfd unusable here (%s)", strerror(-ret));
 	assert_int_equal(ret, 0);
-	uffdm_close(u);
+	put_uffd(u);
 }
 
 int main(void)

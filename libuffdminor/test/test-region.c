@@ -21,7 +21,7 @@ static void test_region_views(void **state)
 	/* Unregistered, the two views are one memory. */
 	fill_page(back + 3 * page, page, 3);
 	assert_true(check_page(view + 3 * page, page, 3));
-	uffdm_region_destroy(r);
+	put_region(r);
 }
 
 static void test_region_discard(void **state)
@@ -40,7 +40,7 @@ static void test_region_discard(void **state)
 	assert_int_equal(uffdm_region_discard(r, page, page), 0);
 	assert_false(check_page(view + page, page, 1));
 	assert_int_equal(*(volatile uint64_t *)(view + page), 0);
-	uffdm_region_destroy(r);
+	put_region(r);
 }
 
 static void test_region_sizes(void **state)
@@ -54,17 +54,17 @@ static void test_region_sizes(void **state)
 	if (mc->backing == UFFDM_SHMEM) {
 		r = make_region(mc, 1);
 		assert_int_equal(uffdm_region_page_size(r), page);
-		uffdm_region_destroy(r);
+		put_region(r);
 		return;
 	}
 	r = make_region(mc, 1);
-	uffdm_region_destroy(r);
+	put_region(r);
 	ret = uffdm_region_create(&r, UFFDM_HUGETLB_2M, 2u << 20);
 	if (ret == -ENOMEM || ret == -EINVAL)
 		SKIP_BECAUSE("no 2 MiB huge pages (%s)", strerror(-ret));
 	assert_int_equal(ret, 0);
 	assert_int_equal(uffdm_region_page_size(r), 2u << 20);
-	uffdm_region_destroy(r);
+	put_region(r);
 	assert_int_equal(uffdm_region_create(&r, UFFDM_HUGETLB_1G, 2u << 20), -EINVAL);
 }
 

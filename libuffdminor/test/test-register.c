@@ -21,8 +21,8 @@ static void test_register_minor(void **state)
 	assert_int_equal(uffdm_region_register(u, r, UFFDM_REGISTER_MISSING, &ioctls), 0);
 	assert_true(ioctls & (1ull << _UFFDIO_COPY));
 	assert_int_equal(uffdm_region_unregister(u, r), 0);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static void test_register_wp(void **state)
@@ -40,8 +40,8 @@ static void test_register_wp(void **state)
 	assert_int_equal(uffdm_region_register(u, r, UFFDM_REGISTER_WP, &ioctls), 0);
 	assert_true(ioctls & (1ull << _UFFDIO_WRITEPROTECT));
 	assert_int_equal(uffdm_region_unregister(u, r), 0);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 /* Minor faults need a page cache: anonymous memory has none. */
@@ -59,7 +59,7 @@ static void test_register_anon_refused(void **state)
 	assert_true(p != MAP_FAILED);
 	assert_int_equal(uffdm_range_register(u, p, page, 0, NULL), -EINVAL);
 	munmap(p, page);
-	uffdm_close(u);
+	put_uffd(u);
 }
 
 int main(void)

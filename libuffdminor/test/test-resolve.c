@@ -56,8 +56,8 @@ static void test_copy(void **state)
 	assert_int_equal(t.seen, 'c');
 	assert_int_equal(uffdm_copy(u, view, src, page, 0), -EEXIST);
 	free(src);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static void test_zeropage(void **state)
@@ -73,8 +73,8 @@ static void test_zeropage(void **state)
 	assert_int_equal(uffdm_region_register(u, r, UFFDM_REGISTER_MISSING, &ioctls), 0);
 	if (!(ioctls & (1ull << _UFFDIO_ZEROPAGE))) {
 		assert_int_equal(uffdm_zeropage(u, view, page, 0), -EINVAL);
-		uffdm_region_destroy(r);
-		uffdm_close(u);
+		put_region(r);
+		put_uffd(u);
 		SKIP_BECAUSE("%s ranges offer no UFFDIO_ZEROPAGE (-EINVAL checked)", mc->name);
 	}
 	t.seen = 'x';
@@ -82,8 +82,8 @@ static void test_zeropage(void **state)
 	assert_int_equal(uffdm_zeropage(u, view, page, 0), (ssize_t)page);
 	pthread_join(t.pt, NULL);
 	assert_int_equal(t.seen, 0);
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static struct uffdm *open_wp(void)
@@ -113,8 +113,8 @@ static void test_writeprotect(void **state)
 	assert_int_equal(uffdm_writeprotect(u, view, page, false), 0);
 	pthread_join(t.pt, NULL);
 	assert_int_equal(((char *)uffdm_region_backing(r))[0], 'w');
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 static int allow(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
@@ -147,8 +147,8 @@ static void test_handler_wp(void **state)
 	assert_int_equal(st.wp, 1);
 	assert_int_equal(wp_seen, 1);
 	assert_int_equal(((char *)uffdm_region_backing(r))[0], 'h');
-	uffdm_region_destroy(r);
-	uffdm_close(u);
+	put_region(r);
+	put_uffd(u);
 }
 
 int main(void)

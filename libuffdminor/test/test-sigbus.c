@@ -45,7 +45,7 @@ static void expect_sigbus(const struct mem_case *mc, unsigned int handler_flags)
 	struct sigbus_case sc = { mc, handler_flags };
 	struct child_result res;
 
-	uffdm_region_destroy(make_region(mc, 1));	/* skip on an empty pool */
+	put_region(make_region(mc, 1));	/* skip on an empty pool */
 	res = run_child(fault_and_die, &sc, 20);
 	if (res.signal == SIGALRM)
 		fail_msg("faulting thread hung: the watchdog fired");

@@ -41,7 +41,7 @@ static void test_unpriv_faults(void **state)
 	};
 	struct child_result res;
 
-	uffdm_region_destroy(make_region(mc, e.pages_per_thread));
+	put_region(make_region(mc, e.pages_per_thread));
 	res = run_child(as_nobody, &e, 30);
 	assert_int_equal(res.signal, 0);
 	assert_int_equal(res.status, 0);
