@@ -103,6 +103,7 @@ static void test_eagain_resolve_drains(void **state)
 struct race {
 	struct uffdm *u;
 	struct zapper z;
+	int started;	/* z is set: the kernel orders it, but tools cannot see that */
 	int removes;
 };
 
@@ -116,6 +117,7 @@ static int zap_first(void *arg, struct uffdm_region *r, size_t off, const struct
 	rc->z = (struct zapper){ .r = r };
 	if (pthread_create(&rc->z.pt, NULL, zap, &rc->z))
 		return -EAGAIN;
+	__atomic_store_n(&rc->started, 1, __ATOMIC_RELEASE);
 	return poll(&pfd, 1, 10000) == 1 ? 0 : -ETIMEDOUT;
 }
 
@@ -139,6 +141,7 @@ static void test_eagain_handler(void **state)
 
 	assert_int_equal(uffdm_handler_start(&h, rc.u, r, &cfg), 0);
 	assert_true(check_page((char *)uffdm_region_view(r) + page, page, 1));
+	assert_int_equal(__atomic_load_n(&rc.started, __ATOMIC_ACQUIRE), 1);
 	pthread_join(rc.z.pt, NULL);
 	assert_int_equal(rc.z.ret, 0);
 	assert_int_equal(uffdm_handler_stop(h, &st), 0);
@@ -164,7 +167,7 @@ static void test_eagain_handler(void **state)
 struct crowd {
 	struct uffdm_region *r;
 	struct zapper z;
-	int first, removes;
+	int first, started, removes;
 };
 
 static int zap_then_stamp(void *arg, struct uffdm_region *r, size_t off,
@@ -180,6 +183,7 @@ static int zap_then_stamp(void *arg, struct uffdm_region *r, size_t off,
 	c->z = (struct zapper){ .r = r };
 	if (pthread_create(&c->z.pt, NULL, zap, &c->z))
 		return -EAGAIN;
+	__atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
 	usleep(200000);		/* let the crowd and the REMOVE queue up */
 	return 0;
 }
@@ -228,6 +232,7 @@ static void test_eagain_crowd(void **state)
 		pthread_join(m[i].pt, NULL);
 		assert_true(m[i].ok);
 	}
+	assert_int_equal(__atomic_load_n(&c.started, __ATOMIC_ACQUIRE), 1);
 	pthread_join(c.z.pt, NULL);
 	assert_int_equal(c.z.ret, 0);
 	assert_int_equal(uffdm_handler_stop(h, &st), 0);

@@ -29,8 +29,8 @@ static void on_event(void *arg, const struct uffdm_event *ev)
 
 	if (ev->kind > UFFDM_EVENT_UNMAP)
 		return;
-	__atomic_fetch_add(&s->kinds[ev->kind], 1, __ATOMIC_RELAXED);
 	s->addr[ev->kind] = ev->addr;
+	__atomic_fetch_add(&s->kinds[ev->kind], 1, __ATOMIC_RELEASE);
 	/* The child's descriptor is ours now: dropping it lets the child run free. */
 	if (ev->kind == UFFDM_EVENT_FORK)
 		close(ev->fork_fd);
@@ -39,9 +39,9 @@ static void on_event(void *arg, const struct uffdm_event *ev)
 /* The event is complete once read; the callback runs just after. */
 static unsigned int wait_kind(struct seen *s, enum uffdm_event_kind k)
 {
-	for (int i = 0; i < 5000 && !__atomic_load_n(&s->kinds[k], __ATOMIC_RELAXED); i++)
+	for (int i = 0; i < 5000 && !__atomic_load_n(&s->kinds[k], __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
-	return __atomic_load_n(&s->kinds[k], __ATOMIC_RELAXED);
+	return __atomic_load_n(&s->kinds[k], __ATOMIC_ACQUIRE);
 }
 
 static struct uffdm_handler *start(struct uffdm *u, struct uffdm_region *r, struct seen *s)
