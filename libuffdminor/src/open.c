@@ -26,6 +26,8 @@ static __thread struct {
 	unsigned int flags;
 	int dev_err;		/* 0: not tried */
 	int sys_err;		/* 0: not tried */
+	int api_err;		/* the descriptor opened, UFFDIO_API refused */
+	uint64_t features;	/* what UFFDIO_API was asked for */
 } last_refusal;
 
 static int kernel_flags(unsigned int flags)
@@ -88,6 +90,7 @@ int uffdm__raw_open(unsigned int flags)
 	last_refusal.flags = flags;
 	last_refusal.dev_err = dev_err;
 	last_refusal.sys_err = sys_err;
+	last_refusal.api_err = 0;
 	/* The syscall's answer is the more telling one (EPERM vs ENOENT). */
 	if (sys_err)
 		return sys_err;
@@ -195,6 +198,9 @@ int uffdm_open(struct uffdm **out, unsigned int flags, uint64_t features)
 	}
 	ret = uffdm__api(fd, features, &api);
 	if (ret) {
+		last_refusal.valid = true;
+		last_refusal.api_err = ret;
+		last_refusal.features = features;
 		close(fd);
 		free(u);
 		return ret;
@@ -274,6 +280,12 @@ int uffdm_open_explain(char *buf, size_t len)
 		return -EINVAL;
 	if (!last_refusal.valid)
 		return snprintf(buf, len, "no userfaultfd open was refused in this thread");
+	if (last_refusal.api_err)
+		return snprintf(buf, len, "the descriptor opened but UFFDIO_API refused features "
+				"0x%llx: %s%s", (unsigned long long)last_refusal.features,
+				strerror(-last_refusal.api_err),
+				last_refusal.features & UFFD_FEATURE_EVENT_FORK ?
+				" (UFFD_FEATURE_EVENT_FORK needs CAP_SYS_PTRACE)" : "");
 	n = explain_device(buf, len);
 	if (n >= len)
 		return (int)n;

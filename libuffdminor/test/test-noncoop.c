@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,8 +103,13 @@ static void test_fork(void **state)
 	pid_t pid;
 
 	ret = uffdm_open(&u, 0, UFFD_FEATURE_EVENT_FORK);
-	if (ret == -EPERM)
-		SKIP_BECAUSE("UFFD_FEATURE_EVENT_FORK needs CAP_SYS_PTRACE");
+	if (ret == -EPERM) {
+		char why[256];
+
+		uffdm_open_explain(why, sizeof(why));
+		assert_non_null(strstr(why, "CAP_SYS_PTRACE"));
+		SKIP_BECAUSE("%s", why);
+	}
 	assert_int_equal(ret, 0);
 	r = registered_region(adopt_uffd(u), mc, 1, 0);
 	h = start(u, r, &s);
