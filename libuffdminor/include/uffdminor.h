@@ -132,6 +132,11 @@ int uffdm_events_read(struct uffdm *u, struct uffdm_event *ev, unsigned int max,
 #define UFFDM_DONTWAKE	(1u << 0) /* leave the faulting threads asleep */
 #define UFFDM_WP	(1u << 1) /* map write-protected (continue, copy) */
 
+/*
+ * Bytes done (less than len on partial progress) or a negated errno:
+ * -EEXIST already mapped (nobody was woken), -EAGAIN a non-cooperative
+ * event is unread, -EOPNOTSUPP the kernel lacks the mode or ioctl.
+ */
 ssize_t uffdm_continue(struct uffdm *u, void *addr, size_t len, unsigned int flags);
 ssize_t uffdm_poison(struct uffdm *u, void *addr, size_t len, unsigned int flags);
 ssize_t uffdm_copy(struct uffdm *u, void *dst, const void *src, size_t len,
@@ -139,6 +144,11 @@ ssize_t uffdm_copy(struct uffdm *u, void *dst, const void *src, size_t len,
 ssize_t uffdm_zeropage(struct uffdm *u, void *addr, size_t len, unsigned int flags);
 int uffdm_wake(struct uffdm *u, void *addr, size_t len);
 int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
+/*
+ * CONTINUE until mapped and woken: EEXIST wakes, EAGAIN reads pending
+ * events into spill[*nspill..spill_max) and retries.  0 mapped by us,
+ * 1 partly mapped already, -EAGAIN spill full, else the kernel's error.
+ */
 int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *spill,
 		  unsigned int spill_max, unsigned int *nspill);
 
