@@ -27,6 +27,7 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <k513-test.h>
 
 #define NOBODY 65534
 #define LINE_TIMEOUT_MS 20000	/* slow TCG guests */
@@ -317,7 +318,7 @@ static void workload_paired(void **state)
 {
 	(void)state;
 	if (!have_rename)
-		skip();		/* before 5.17: only the unpaired fallback */
+		K513_SKIP("FAN_RENAME needs Linux 5.17+; the unpaired fallback is tested");
 	paired = true;
 	workload(monitor);
 }
@@ -341,7 +342,7 @@ static void root_moved(void **state)
 
 	(void)state;
 	if (access("/proc/self/fd", F_OK))
-		skip();		/* fanwatch learns the new path from /proc */
+		K513_SKIP("no /proc: fanwatch learns a moved root's path there");
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	spawn(monitor, true);
 	assert_int_equal(rename("w", "out/w2"), 0);
@@ -509,7 +510,7 @@ static void overflow_rescan(void **state)
 
 	(void)state;
 	if (max > 100000)
-		skip();
+		K513_SKIP("fs.fanotify.max_queued_events is %ld: too large to overflow here", max);
 	write_file("w/old", "1");
 	write_file("w/mod", "1");
 	spawn(args, true);
@@ -577,7 +578,7 @@ static void mark_limit(void **state)
 		_exit(limit_marks() ? 1 : 0);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		skip();		/* no user namespaces here */
+		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
 	assert_int_equal(mkdir("w/a", 0755) | mkdir("w/a/b", 0755) |
 			 mkdir("w/c", 0755) | mkdir("w/d", 0755) | mkdir("w/d/e", 0755), 0);
 	pre_exec = limit_marks_or_die;
@@ -621,7 +622,7 @@ static void no_file_handles(void **state)
 
 	(void)state;
 	if (access("/proc/self", R_OK))
-		skip();
+		K513_SKIP("no /proc to try a filesystem without file handles on");
 	assert_int_equal(run(args, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "cannot watch /proc/self: its filesystem (proc) does not support file handles (EOPNOTSUPP)"));
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <k513-test.h>
 
 #include "uffdminor.h"
 
@@ -30,10 +31,8 @@ extern const struct mem_case shmem_case, hugetlb_case;
 
 /* Skipping longjmps out of the case: free what the helpers made first. */
 #define SKIP_BECAUSE(...) do { \
-	print_message("# skip reason: " __VA_ARGS__); \
-	print_message("\n"); \
 	put_all(); \
-	skip(); \
+	K513_SKIP(__VA_ARGS__); \
 } while (0)
 
 /* Close/destroy what open_uffd()/make_region() made (others too); put_all() all of them. */
