@@ -21,6 +21,19 @@ run_case() {
 	echo "K513-END $group rc=$rc seconds=$(($(date +%s) - start))"
 }
 
+# run_in DIR GROUP ...: run_case in DIR; a missing DIR is a failure of its
+# own, never a silently skipped test.
+run_in() {
+	dir=$1
+	shift
+	if cd "$dir"; then
+		run_case "$@"
+		cd /
+	else
+		echo "K513-RESULT $1 workdir FAIL cannot enter $dir" | tee -a "$RESULTS"
+	fi
+}
+
 finish() {
 	pass=$(grep -c ' PASS' "$RESULTS")
 	fail=$(grep -c ' FAIL' "$RESULTS")
