@@ -107,12 +107,22 @@ static char *drill_redzone_byte(char *p)
 	return drill_left_aligned(p) ? p + DRILL_SIZE : p - 1;
 }
 
+/*
+ * Free the object without a tail call, so the calling drill_* frame stays
+ * on the stack KFENCE prints: a report found at free is titled by it.
+ */
+static __always_inline void drill_free(const void *p)
+{
+	kfree(p);
+	barrier();
+}
+
 static noinline void drill_oob_read(char *p)
 {
 	pr_info("out-of-bounds read at %s of object\n",
 		drill_left_aligned(p) ? "left" : "right");
 	(void)READ_ONCE(*drill_guarded_byte(p));
-	kfree(p);
+	drill_free(p);
 }
 
 static noinline void drill_oob_write(char *p)
@@ -120,39 +130,39 @@ static noinline void drill_oob_write(char *p)
 	pr_info("out-of-bounds write at %s of object\n",
 		drill_left_aligned(p) ? "left" : "right");
 	WRITE_ONCE(*drill_guarded_byte(p), 0x2a);
-	kfree(p);
+	drill_free(p);
 }
 
 /* KFENCE checks the canary bytes around the object when it is freed. */
 static noinline void drill_redzone_write(char *p)
 {
 	WRITE_ONCE(*drill_redzone_byte(p), 0x2a);
-	kfree(p);
+	drill_free(p);
 }
 
 static noinline void drill_uaf_read(char *p)
 {
-	kfree(p);
+	drill_free(p);
 	(void)READ_ONCE(*p);
 }
 
 static noinline void drill_uaf_write(char *p)
 {
-	kfree(p);
+	drill_free(p);
 	WRITE_ONCE(*p, 0x2a);
 }
 
 /* KFENCE refuses the bad free and keeps the object: free it properly. */
 static noinline void drill_invalid_free(char *p)
 {
-	kfree(p + 1);
-	kfree(p);
+	drill_free(p + 1);
+	drill_free(p);
 }
 
 static noinline void drill_double_free(char *p)
 {
-	kfree(p);
-	kfree(p);
+	drill_free(p);
+	drill_free(p);
 }
 
 static const struct drill_class {
