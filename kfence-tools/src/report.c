@@ -141,14 +141,17 @@ static const char *syslog_prefix(const char *s)
 	return k + strlen(" kernel: ");
 }
 
-const char *kfr_message(const char *line, char *ts, size_t tssize)
+const char *kfr_message(const char *line, char *ts, size_t tssize, bool *escaped)
 {
 	const char *s = line, *q, *end;
 
 	ts[0] = '\0';
+	*escaped = false;
 	q = kmsg_header(s, ts, tssize);
-	if (q)
+	if (q) {
+		*escaped = true;
 		return q;
+	}
 	q = syslog_prefix(s);
 	if (q)
 		s = q;
@@ -499,14 +502,12 @@ static void body_line(struct kfr_parser *p, const char *s, size_t n)
 	}
 }
 
-void kfr_parser_line(struct kfr_parser *p, const char *line)
+static void parse_message(struct kfr_parser *p, const char *msg, const char *ts)
 {
-	char ts[32];
-	const char *s = skip_space(kfr_message(line, ts, sizeof(ts)));
+	const char *s = skip_space(msg);
 	const char *title = strstr(s, "BUG: KFENCE: ");
 	size_t n = trimmed_len(s);
 
-	p->lineno++;
 	if (title) {
 		start_report(p, title, ts);
 		return;
@@ -524,6 +525,56 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		return;
 	}
 	body_line(p, s, n);
+}
+
+static int hexval(char c)
+{
+	if (isdigit((unsigned char)c))
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * /dev/kmsg escapes unprintable bytes as \xHH: a report's "...\n\n" title
+ * comes out as "...\x0a". Decode, then parse each embedded line.
+ */
+static void parse_escaped(struct kfr_parser *p, const char *msg, const char *ts)
+{
+	char *buf = xstrndup(msg, strlen(msg)), *d = buf, *line;
+	const char *s;
+
+	for (s = msg; *s; s++) {
+		if (s[0] == '\\' && s[1] == 'x' && hexval(s[2]) >= 0 && hexval(s[3]) >= 0) {
+			*d++ = (char)(hexval(s[2]) << 4 | hexval(s[3]));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+	for (line = buf; line; ) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		parse_message(p, line, ts);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+}
+
+void kfr_parser_line(struct kfr_parser *p, const char *line)
+{
+	char ts[32];
+	bool escaped;
+	const char *msg = kfr_message(line, ts, sizeof(ts), &escaped);
+
+	p->lineno++;
+	if (escaped)
+		parse_escaped(p, msg, ts);
+	else
+		parse_message(p, msg, ts);
 }
 
 void kfr_parser_finish(struct kfr_parser *p)

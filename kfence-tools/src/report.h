@@ -83,9 +83,10 @@ void kfr_parser_finish(struct kfr_parser *p);
  * The message part of a log line: skips a /dev/kmsg record header, a syslog
  * "<N>" level, a "Mon dd hh:mm:ss host kernel: " prefix, a "[ sec.usec]"
  * timestamp, whatever came before it, and a "[T123]"/"[C1]" caller id.
- * The timestamp goes to @ts as "sec.usec" ("" when the line has none).
+ * The timestamp goes to @ts as "sec.usec" ("" when the line has none);
+ * *escaped tells a /dev/kmsg record, whose text has \xHH escapes.
  */
-const char *kfr_message(const char *line, char *ts, size_t tssize);
+const char *kfr_message(const char *line, char *ts, size_t tssize, bool *escaped);
 
 void kfr_report_clear(struct kfr_report *r);
 

@@ -287,6 +287,90 @@ static void test_kunit_invalid(void **state)
 	collected_free(c);
 }
 
+static const struct {
+	const char *function, *kind, *access;
+} drill[] = {
+	{ "drill_oob_read", "out-of-bounds", "read" },
+	{ "drill_oob_write", "out-of-bounds", "write" },
+	{ "drill_redzone_write", "memory-corruption", NULL },
+	{ "drill_uaf_read", "use-after-free", "read" },
+	{ "drill_uaf_write", "use-after-free", "write" },
+	{ "drill_invalid_free", "invalid-free", NULL },
+	{ "drill_double_free", "invalid-free", NULL },
+};
+
+static void check_drill(const struct collected *c)
+{
+	assert_int_equal(c->n, 7);
+	for (size_t i = 0; i < 7; i++) {
+		const struct kfr_report *r = &c->r[i];
+
+		assert_str(r->function, drill[i].function);
+		assert_str(r->kind, drill[i].kind);
+		assert_str(r->access, drill[i].access);
+		assert_str(r->module, "kfence_drill");
+		assert_str(r->cache, "kmalloc-32");
+		assert_int_equal(r->size, 32);
+		assert_str(r->comm, "sh");
+		assert_true(r->complete);
+		/* the allocation came from the drill, through kmalloc */
+		assert_true(r->alloc.stack.n >= 3);
+		assert_int_equal(strncmp(r->alloc.stack.frames[2], "drill_get_object+", 17), 0);
+		/* a bug found at free is reported with the free as its stack */
+		if (!strcmp(drill[i].kind, "invalid-free") ||
+		    !strcmp(drill[i].kind, "memory-corruption"))
+			assert_int_equal(strncmp(r->stack.frames[0], "kfree+", 6) &&
+					 strncmp(r->stack.frames[0], "drill_", 6), 0);
+	}
+	/* KFENCE puts each object at a random end of its page: the drill
+	 * reads and writes on whichever side the guard page is
+	 */
+	assert_true(c->r[0].has_offset);
+	assert_int_equal(c->r[0].offset, !strcmp(c->r[0].side, "left") ? 1 : 32);
+	assert_non_null(c->r[2].corrupted);
+	assert_true(c->r[3].free.present);
+	assert_true(c->r[6].free.present);
+	assert_false(c->r[5].free.present);
+}
+
+static void test_drill_dmesg(void **state)
+{
+	struct collected *c = parse_file("drill-dmesg.log");
+
+	(void)state;
+	check_drill(c);
+	collected_free(c);
+}
+
+static void assert_same_stack(const struct kfr_stack *a, const struct kfr_stack *b)
+{
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++)
+		assert_string_equal(a->frames[i], b->frames[i]);
+}
+
+/* /dev/kmsg records (with \x0a escapes) read the same as dmesg text. */
+static void test_drill_kmsg(void **state)
+{
+	struct collected *k = parse_file("drill-kmsg.log");
+	struct collected *d = parse_file("drill-dmesg.log");
+
+	(void)state;
+	check_drill(k);
+	for (size_t i = 0; i < 7; i++) {
+		assert_str(k->r[i].time, d->r[i].time);
+		assert_str(k->r[i].location, d->r[i].location);
+		assert_str(k->r[i].address, d->r[i].address);
+		assert_int_equal(k->r[i].object, d->r[i].object);
+		assert_str(k->r[i].alloc.time, d->r[i].alloc.time);
+		assert_same_stack(&k->r[i].stack, &d->r[i].stack);
+		assert_same_stack(&k->r[i].alloc.stack, &d->r[i].alloc.stack);
+		assert_same_stack(&k->r[i].free.stack, &d->r[i].free.stack);
+	}
+	collected_free(k);
+	collected_free(d);
+}
+
 /* Every prefix a saved log may carry gives the same message and time. */
 static void test_prefixes(void **state)
 {
@@ -299,14 +383,19 @@ static void test_prefixes(void **state)
 		"Dec  3 10:00:00 host kernel: [   12.345678] BUG: KFENCE: x",
 	};
 	char ts[32];
+	bool esc;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		assert_string_equal(kfr_message(lines[i], ts, sizeof(ts)), " BUG: KFENCE: x" +
-				    (lines[i][0] == '3'));
+		bool kmsg = lines[i][0] == '3';
+
+		assert_string_equal(kfr_message(lines[i], ts, sizeof(ts), &esc),
+				    " BUG: KFENCE: x" + kmsg);
 		assert_string_equal(ts, "12.345678");
+		assert_int_equal(esc, kmsg);
 	}
-	assert_string_equal(kfr_message("BUG: KFENCE: x", ts, sizeof(ts)), "BUG: KFENCE: x");
+	assert_string_equal(kfr_message("BUG: KFENCE: x", ts, sizeof(ts), &esc),
+			    "BUG: KFENCE: x");
 	assert_string_equal(ts, "");
 }
 
@@ -359,13 +448,12 @@ static void test_lost_lines(void **state)
 }
 
 /* Garbage in: bytes flipped at random never crash the parser. */
-static void test_garbled(void **state)
+static void garble(const char *name)
 {
 	size_t len;
-	char *text = slurp("kunit-dmesg.log", &len);
+	char *text = slurp(name, &len);
 	unsigned int seed = 1;
 
-	(void)state;
 	for (int round = 0; round < 50; round++) {
 		char *g = strdup(text);
 
@@ -377,6 +465,13 @@ static void test_garbled(void **state)
 		free(g);
 	}
 	free(text);
+}
+
+static void test_garbled(void **state)
+{
+	(void)state;
+	garble("kunit-dmesg.log");
+	garble("drill-kmsg.log");
 }
 
 static void test_json_escapes(void **state)
@@ -409,6 +504,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_kunit_use_after_free),
 		cmocka_unit_test(test_kunit_corruption),
 		cmocka_unit_test(test_kunit_invalid),
+		cmocka_unit_test(test_drill_dmesg),
+		cmocka_unit_test(test_drill_kmsg),
 		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_lost_lines),
