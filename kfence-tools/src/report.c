@@ -502,6 +502,20 @@ static void body_line(struct kfr_parser *p, const char *s, size_t n)
 	}
 }
 
+/*
+ * Complete: the footer's task line came before the closing ruler, and the
+ * stack and object lines are there. A console at the default loglevel
+ * shows only a report's KERN_ERR lines (title, detail, footer): its
+ * stacks and object are KERN_WARNING.
+ */
+static bool whole(const struct kfr_parser *p)
+{
+	const struct kfr_report *r = &p->cur;
+
+	return p->section == KFR_TAIL && r->stack.n &&
+	       (r->cache || (r->kind && !strcmp(r->kind, "invalid-access")));
+}
+
 static void parse_message(struct kfr_parser *p, const char *msg, const char *ts)
 {
 	const char *s = skip_space(msg);
@@ -513,9 +527,8 @@ static void parse_message(struct kfr_parser *p, const char *msg, const char *ts)
 		return;
 	}
 	if (is_ruler(s, n)) {
-		/* complete only if the footer's task line came before it */
 		if (p->active)
-			emit(p, p->section == KFR_TAIL);
+			emit(p, whole(p));
 		return;
 	}
 	if (!p->active || !n)

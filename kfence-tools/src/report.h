@@ -53,7 +53,7 @@ struct kfr_report {
 	char *comm;
 	char *time;		/* of the title line, when the log has one */
 	unsigned long line;	/* input line of the title */
-	bool complete;		/* the footer and closing ===== line were seen */
+	bool complete;		/* stacks, object and footer all seen */
 };
 
 enum kfr_section {

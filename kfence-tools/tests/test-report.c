@@ -447,6 +447,30 @@ static void test_lost_lines(void **state)
 	collected_free(c);
 }
 
+/* A serial console at loglevel 4 shows only the KERN_ERR lines. */
+static void test_console_only(void **state)
+{
+	const char *text =
+		"[    0.497505] ==================================================================\n"
+		"[    0.497808] BUG: KFENCE: out-of-bounds read in test_out_of_bounds_read+0x73/0x15b\n"
+		"[    0.497808] \n"
+		"[    0.498347] Out-of-bounds read at 0x(____ptrval____) (1B left of kfence-#38):\n"
+		"[    0.498616] \n"
+		"[    0.499044] \n"
+		"[    0.499242] CPU: 0 PID: 31 Comm: kunit_try_catch Tainted: G                 N 6.1.192 #1 \n"
+		"[    0.499494] ==================================================================\n";
+	struct collected *c = parse_text(text, strlen(text));
+
+	(void)state;
+	assert_int_equal(c->n, 1);
+	assert_str(c->r[0].kind, "out-of-bounds");
+	assert_int_equal(c->r[0].object, 38);
+	assert_int_equal(c->r[0].offset, 1);
+	assert_int_equal(c->r[0].pid, 31);
+	assert_false(c->r[0].complete);
+	collected_free(c);
+}
+
 /* Garbage in: bytes flipped at random never crash the parser. */
 static void garble(const char *name)
 {
@@ -509,6 +533,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_lost_lines),
+		cmocka_unit_test(test_console_only),
 		cmocka_unit_test(test_garbled),
 		cmocka_unit_test(test_json_escapes),
 	};
