@@ -396,39 +396,49 @@ static bool parse_task(struct kfr_report *r, const char *s)
 	return true;
 }
 
-/* A full hex address (no_hash_pointers); hashed ones are useless here. */
-static bool hex_addr(const char *s, unsigned long long *v)
+/*
+ * A real kernel address (no_hash_pointers): the kernel half has the top
+ * bit set, while a hashed pointer prints as 0x00000000xxxxxxxx.
+ */
+static bool kernel_addr(const char *s, unsigned long long *v)
 {
 	char *end;
 
 	if (!s || strncmp(s, "0x", 2) || !isxdigit((unsigned char)s[2]))
 		return false;
 	*v = strtoull(s, &end, 16);
-	return *end == '\0';
+	return *end == '\0' && (*v >> 63);
 }
 
 /*
- * Where in the object a use-after-free or invalid free hit: only known
- * when the kernel prints real addresses, since each hashed pointer is
- * hashed on its own.
+ * Where the address lies against the object, for the reports that do not
+ * say (use-after-free, corruption, invalid free): only possible with real
+ * addresses, since each hashed pointer is hashed on its own. Same
+ * convention as KFENCE's out-of-bounds line: left is counted from the
+ * object's start backwards, right and inside from its start.
  */
-static void inner_offset(struct kfr_report *r)
+static void derive_offset(struct kfr_report *r)
 {
 	unsigned long long a, start, end;
+	const char *side;
 
-	if (r->has_offset || !hex_addr(r->address, &a) ||
-	    !hex_addr(r->object_start, &start) || !hex_addr(r->object_end, &end))
+	if (r->has_offset || !kernel_addr(r->address, &a) ||
+	    !kernel_addr(r->object_start, &start) || !kernel_addr(r->object_end, &end))
 		return;
-	if (a < start || a > end)
-		return;
+	if (a < start) {
+		r->offset = (long)(start - a);
+		side = "left";
+	} else {
+		r->offset = (long)(a - start);
+		side = a > end ? "right" : "inside";
+	}
 	r->has_offset = true;
-	r->offset = (long)(a - start);
-	set_str(&r->side, "inside", 6);
+	set_str(&r->side, side, strlen(side));
 }
 
 static void emit(struct kfr_parser *p, bool complete)
 {
-	inner_offset(&p->cur);
+	derive_offset(&p->cur);
 	p->cur.complete = complete;
 	p->count++;
 	if (p->emit)

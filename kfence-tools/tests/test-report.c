@@ -371,6 +371,33 @@ static void test_drill_kmsg(void **state)
 	collected_free(d);
 }
 
+/*
+ * Booted with no_hash_pointers: real addresses (so offsets can be worked
+ * out for every kind), the redzone bytes, and a register dump and call
+ * trace after the footer that must not leak into the stacks.
+ */
+static void test_drill_no_hash_pointers(void **state)
+{
+	struct collected *c = parse_file("drill-nohash-dmesg.log");
+
+	(void)state;
+	check_drill(c);
+	for (size_t i = 0; i < 7; i++) {
+		assert_int_equal(c->r[i].stack.n, 7);
+		assert_true(c->r[i].has_offset);
+		assert_int_equal(strncmp(c->r[i].address, "0xff", 4), 0);
+	}
+	assert_str(c->r[2].corrupted, "[ 0x2a ]");
+	/* the redzone write is one byte outside the object, either side */
+	assert_int_equal(c->r[2].offset, !strcmp(c->r[2].side, "left") ? 1 : 32);
+	/* use-after-free at the object's first byte; the invalid free at +1 */
+	assert_str(c->r[3].side, "inside");
+	assert_int_equal(c->r[3].offset, 0);
+	assert_str(c->r[5].side, "inside");
+	assert_int_equal(c->r[5].offset, 1);
+	collected_free(c);
+}
+
 /* Every prefix a saved log may carry gives the same message and time. */
 static void test_prefixes(void **state)
 {
@@ -530,6 +557,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_kunit_invalid),
 		cmocka_unit_test(test_drill_dmesg),
 		cmocka_unit_test(test_drill_kmsg),
+		cmocka_unit_test(test_drill_no_hash_pointers),
 		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_lost_lines),
