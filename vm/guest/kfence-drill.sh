@@ -26,8 +26,11 @@ fi
 lsmod | grep -q '^kfence_drill ' || insmod "$KO" ||
 	{ echo "Bail out! insmod $KO failed"; exit 1; }
 
-echo "1..9"
+echo "1..10"
 n=0
+# a collector, as a fleet would run it: reports must arrive as they happen
+kfence-report --kmsg --follow --brief >/tmp/kfd-follow.txt 2>&1 &
+follower=$!
 for c in $CLASSES; do
 	class=${c%%:*}
 	if ! echo "$class" >"$D/fire"; then
@@ -61,6 +64,17 @@ if [ "$bad" -eq 0 ] && grep -q '"function":"drill_' /tmp/kfd.json; then
 	echo "ok $n - every drill report has drill_get_object in its allocation stack"
 else
 	echo "not ok $n - $bad drill reports without drill_get_object in the allocation stack"
+fi
+
+# The follower saw each report while still running.
+n=$((n + 1))
+sleep 1
+got=$(grep -c ' drill_.* complete$' /tmp/kfd-follow.txt)
+kill "$follower"
+if [ "$got" -eq 7 ]; then
+	echo "ok $n - kfence-report --kmsg --follow printed the 7 reports as they came"
+else
+	echo "not ok $n - kfence-report --kmsg --follow printed $got of 7 drill reports"
 fi
 
 # With KFENCE sampling nothing, fire must give up and say so.
