@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * uffdm-bench: how fast minor faults are served, in one table.
+ *
+ *   (a) the library's handler (uffdm_handler_*), callback a no-op: the
+ *       pages are already in the page cache, as after a background fill;
+ *   (b) a raw handler written directly on the ioctls, same work;
+ *   (c) the missing-fault way: MISSING registration, UFFDIO_COPY of one
+ *       page per fault from a prepared buffer.
+ *
+ * Faulting threads each read one byte of each of their pages once; faults/s
+ * is pages over the wall time of the faulting; latency is from the read of
+ * the event to the wake, as the library's histogram measures it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "uffdminor.h"
+
+#define MAX_THREADS 8
+#define HIST 4096	/* 1 µs buckets below 4 ms, then one overflow bucket */
+
+struct result {
+	double faults_per_s;
+	double p50_us, p99_us;
+	const char *skip;
+};
+
+struct run {
+	enum uffdm_backing backing;
+	size_t page, npages;
+	unsigned int faulters, handlers;
+	struct uffdm_region *r;
+	char *view;
+	char *src;		/* (c): what UFFDIO_COPY copies from */
+	int raw_fd, stop_fd;
+	bool copy;
+	uint64_t hist[MAX_THREADS][HIST];
+};
+
+/*
+ * Where threads run (-p): handler threads inherit the CPU set of the
+ * thread that starts them, so the main thread switches sets before
+ * starting handlers and faulters: handlers get the last CPU, faulters the
+ * others.  Off by default: on the 2-vCPU development VM every fault then
+ * costs two cross-CPU wakeups, which lowers throughput 4x without making
+ * it steadier.
+ */
+static bool pin;
+static unsigned int only_way = 3;	/* -w: run one way only (0 a, 1 b, 2 c); 3 all */
+static cpu_set_t all_cpus, handler_cpus, faulter_cpus;
+
+static void setup_pinning(bool want)
+{
+	int last = -1, n = 0;
+
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all_cpus)) {
+			last = c;
+			n++;
+		}
+	pin = want && n >= 2;
+	if (!pin)
+		return;
+	faulter_cpus = all_cpus;
+	CPU_CLR(last, &faulter_cpus);
+	CPU_ZERO(&handler_cpus);
+	CPU_SET(last, &handler_cpus);
+}
+
+static void run_on(const cpu_set_t *set)
+{
+	if (pin)
+		sched_setaffinity(0, sizeof(*set), set);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int noop(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	(void)arg; (void)r; (void)off; (void)ev;
+	return 0;
+}
+
+struct faulter {
+	struct run *run;
+	unsigned int idx;
+	pthread_t t;
+};
+
+static void *fault_pages(void *arg)
+{
+	struct faulter *f = arg;
+	struct run *run = f->run;
+	size_t per = run->npages / run->faulters;
+	volatile char sink = 0;
+
+	for (size_t i = f->idx * per; i < (f->idx + 1) * per; i++)
+		sink += run->view[i * run->page];
+	(void)sink;
+	return NULL;
+}
+
+/* Runs the faulting threads; returns faults per second. */
+static double fault_all(struct run *run)
+{
+	struct faulter f[MAX_THREADS];
+	uint64_t t0 = now_ns();
+
+	run_on(&faulter_cpus);
+	for (unsigned int i = 0; i < run->faulters; i++) {
+		f[i] = (struct faulter){ run, i, 0 };
+		pthread_create(&f[i].t, NULL, fault_pages, &f[i]);
+	}
+	run_on(&all_cpus);
+	for (unsigned int i = 0; i < run->faulters; i++)
+		pthread_join(f[i].t, NULL);
+	return (double)run->npages * 1e9 / (double)(now_ns() - t0);
+}
+
+/* ---- (b) and (c): the raw handler ---------------------------------- */
+
+struct raw_thread {
+	struct run *run;
+	unsigned int idx;
+	pthread_t t;
+};
+
+static void raw_resolve(struct run *run, uint64_t addr)
+{
+	uint64_t page = addr & ~((uint64_t)run->page - 1);
+	struct uffdio_range range = { page, run->page };
+
+	if (run->copy) {
+		struct uffdio_copy c = { .dst = page, .src = (uintptr_t)run->src,
+					 .len = run->page };
+
+		if (ioctl(run->raw_fd, UFFDIO_COPY, &c) < 0 && errno == EEXIST)
+			ioctl(run->raw_fd, UFFDIO_WAKE, &range);
+	} else {
+		struct uffdio_continue c = { .range = range };
+
+		if (ioctl(run->raw_fd, UFFDIO_CONTINUE, &c) < 0 && errno == EEXIST)
+			ioctl(run->raw_fd, UFFDIO_WAKE, &range);
+	}
+}
+
+static void *raw_handler(void *arg)
+{
+	struct raw_thread *rt = arg;
+	struct run *run = rt->run;
+	struct pollfd pfd[2] = { { run->raw_fd, POLLIN, 0 }, { run->stop_fd, POLLIN, 0 } };
+	struct uffd_msg msg[64];
+	uint64_t t0, ns;
+	ssize_t n;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+			break;
+		n = read(run->raw_fd, msg, sizeof(msg));
+		if (n <= 0)
+			continue;
+		t0 = now_ns();
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(msg[0]); i++) {
+			if (msg[i].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			raw_resolve(run, msg[i].arg.pagefault.address);
+			ns = (now_ns() - t0) / 1000;
+			run->hist[rt->idx][ns < HIST - 1 ? ns : HIST - 1]++;
+		}
+	}
+	return NULL;
+}
+
+static int raw_open(struct run *run)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)run->view, run->page * run->npages },
+		.mode = run->copy ? UFFDIO_REGISTER_MODE_MISSING : UFFDIO_REGISTER_MODE_MINOR,
+	};
+
+	run->raw_fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (run->raw_fd < 0)
+		return -errno;
+	if (ioctl(run->raw_fd, UFFDIO_API, &api) < 0 ||
+	    ioctl(run->raw_fd, UFFDIO_REGISTER, &reg) < 0)
+		return -errno;
+	return 0;
+}
+
+static double pct_us(struct run *run, unsigned int pct)
+{
+	uint64_t total = 0, seen = 0, want;
+
+	for (unsigned int t = 0; t < run->handlers; t++)
+		for (unsigned int b = 0; b < HIST; b++)
+			total += run->hist[t][b];
+	want = (total * pct + 99) / 100;
+	for (unsigned int b = 0; b < HIST; b++) {
+		for (unsigned int t = 0; t < run->handlers; t++)
+			seen += run->hist[t][b];
+		if (seen >= want && seen)
+			return b + 0.5;
+	}
+	return 0;
+}
+
+static struct result raw_run(struct run *run)
+{
+	struct raw_thread rt[MAX_THREADS];
+	struct result res = { 0 };
+	uint64_t one = 1;
+
+	memset(run->hist, 0, sizeof(run->hist));
+	if (raw_open(run) < 0) {
+		res.skip = "raw open failed";
+		return res;
+	}
+	run->stop_fd = eventfd(0, EFD_CLOEXEC);
+	run_on(&handler_cpus);
+	for (unsigned int i = 0; i < run->handlers; i++) {
+		rt[i] = (struct raw_thread){ run, i, 0 };
+		pthread_create(&rt[i].t, NULL, raw_handler, &rt[i]);
+	}
+	run_on(&all_cpus);
+	res.faults_per_s = fault_all(run);
+	if (write(run->stop_fd, &one, sizeof(one)) < 0)
+		perror("write");
+	for (unsigned int i = 0; i < run->handlers; i++)
+		pthread_join(rt[i].t, NULL);
+	close(run->stop_fd);
+	close(run->raw_fd);
+	res.p50_us = pct_us(run, 50);
+	res.p99_us = pct_us(run, 99);
+	return res;
+}
+
+/* ---- (a): the library --------------------------------------------- */
+
+static struct result lib_run(struct run *run)
+{
+	struct uffdm_handler_config cfg = { .threads = run->handlers, .fault = noop };
+	struct result res = { 0 };
+	struct uffdm_handler *h;
+	struct uffdm_stats st;
+	struct uffdm *u;
+
+	int ret;
+
+	run_on(&handler_cpus);
+	ret = uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0);
+	if (!ret)
+		ret = uffdm_region_register(u, run->r, 0, NULL);
+	if (!ret)
+		ret = uffdm_handler_start(&h, u, run->r, &cfg);
+	run_on(&all_cpus);
+	if (ret) {
+		res.skip = "library open failed";
+		return res;
+	}
+	res.faults_per_s = fault_all(run);
+	uffdm_handler_stop(h, &st);
+	uffdm_close(u);
+	res.p50_us = (double)st.p50_ns / 1000;
+	res.p99_us = (double)st.p99_ns / 1000;
+	return res;
+}
+
+/* ---- one row ------------------------------------------------------- */
+
+/* A fresh region per measurement: every page must fault exactly once. */
+static int fresh_region(struct run *run, bool populate)
+{
+	int ret = uffdm_region_create(&run->r, run->backing, run->page * run->npages);
+
+	if (ret)
+		return ret;
+	run->view = uffdm_region_view(run->r);
+	if (populate)
+		ret = uffdm_region_populate(run->r, 0, uffdm_region_size(run->r));
+	return ret;
+}
+
+typedef struct result (*measure_fn)(struct run *run);
+
+/*
+ * Best of reps for each way; the ways take turns within each rep, so that
+ * drift on a shared machine (a build starting, the CPU clocking down) hits
+ * all of them alike rather than whichever ran last.
+ */
+static void measure(struct run *run, unsigned int reps, struct result best[3])
+{
+	static const measure_fn fn[3] = { lib_run, raw_run, raw_run };
+	struct result r;
+
+	memset(best, 0, 3 * sizeof(best[0]));
+	for (unsigned int i = 0; i < reps; i++) {
+		for (unsigned int w = 0; w < 3; w++) {
+			run->copy = w == 2;
+			if (only_way < 3 && w != only_way) {
+				best[w].skip = "not run (-w)";
+				continue;
+			}
+			if (best[w].skip)
+				continue;
+			if (fresh_region(run, !run->copy)) {
+				best[w].skip = "skipped: no huge pages";
+				continue;
+			}
+			r = fn[w](run);
+			uffdm_region_destroy(run->r);
+			if (r.skip || r.faults_per_s > best[w].faults_per_s)
+				best[w] = r;
+		}
+	}
+}
+
+static void print_way(struct result r)
+{
+	if (r.skip)
+		printf("  %10s %7s %7s", "-", "-", "-");
+	else
+		printf("  %10.0f %7.1f %7.1f", r.faults_per_s, r.p50_us, r.p99_us);
+}
+
+static void print_ratio(struct result x, struct result y)
+{
+	if (x.skip || y.skip)
+		printf("  %5s", "-");
+	else
+		printf("  %5.2f", x.faults_per_s / y.faults_per_s);
+}
+
+static void print_row(const char *name, unsigned int handlers, struct result a,
+		      struct result b, struct result c)
+{
+	/* No huge pages: every way says so, and nothing else is worth a column. */
+	if (a.skip && b.skip && c.skip && !strncmp(a.skip, "skipped", 7)) {
+		printf("%-11s %2u  %s\n", name, handlers, a.skip);
+		return;
+	}
+	printf("%-11s %2u", name, handlers);
+	print_way(a);
+	print_way(b);
+	print_ratio(a, b);
+	print_way(c);
+	print_ratio(a, c);
+	printf("\n");
+}
+
+static void bench_backing(const char *name, enum uffdm_backing backing, size_t npages,
+			  unsigned int faulters, unsigned int reps)
+{
+	static const unsigned int handlers[] = { 1, 2, 4 };
+	struct run *run = calloc(1, sizeof(*run));
+
+	run->backing = backing;
+	run->page = uffdm_backing_page_size(backing);
+	run->npages = npages - npages % faulters;
+	run->faulters = faulters;
+	run->src = mmap(NULL, run->page, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	memset(run->src, 0x5a, run->page);
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+		struct result res[3];
+
+		run->handlers = handlers[i];
+		measure(run, reps, res);
+		print_row(name, handlers[i], res[0], res[1], res[2]);
+	}
+	munmap(run->src, run->page);
+	free(run);
+}
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr, "usage: %s [-n 4k-pages] [-H 2m-pages] [-f faulting-threads] [-r reps] "
+		"[-p (pin)] [-w a|b|c (one way only)]\n", argv0);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long small = 16384, huge = 64, faulters = 4, reps = 3;
+	bool want_pin = false;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:H:f:r:pw:")) != -1) {
+		switch (opt) {
+		case 'n': small = strtoul(optarg, NULL, 0); break;
+		case 'H': huge = strtoul(optarg, NULL, 0); break;
+		case 'f': faulters = strtoul(optarg, NULL, 0); break;
+		case 'r': reps = strtoul(optarg, NULL, 0); break;
+		case 'p': want_pin = true; break;
+		case 'w': only_way = (unsigned int)(optarg[0] - 'a'); break;
+		default: usage(argv[0]);
+		}
+	}
+	if (!small || !huge || !faulters || faulters > MAX_THREADS || !reps || only_way > 3)
+		usage(argv[0]);
+	setup_pinning(want_pin);
+	printf("uffdm-bench: %lu faulting threads, best of %lu, %s; pages already cached for "
+	       "(a),(b); (c) copies a page per fault\n", faulters, reps,
+	       pin ? "handlers pinned to the last CPU, faulters to the others" : "not pinned");
+	printf("%-11s %2s  %10s %7s %7s  %10s %7s %7s  %5s  %10s %7s %7s  %5s\n",
+	       "memory", "ht", "(a)lib f/s", "p50us", "p99us", "(b)raw f/s", "p50us", "p99us",
+	       "a/b", "(c)copy f/s", "p50us", "p99us", "a/c");
+	bench_backing("shmem 4K", UFFDM_SHMEM, small, (unsigned int)faulters, (unsigned int)reps);
+	bench_backing("hugetlb 2M", UFFDM_HUGETLB_2M, huge, (unsigned int)faulters,
+		      (unsigned int)reps);
+	return 0;
+}

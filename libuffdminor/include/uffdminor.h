@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libuffdminor: userfaultfd minor faults made small and correct.
+ *
+ * The model: a memfd mapped twice.  One view is registered for MINOR faults;
+ * a thread touching it stops until a handler makes the page right through
+ * the other (backing) view and issues UFFDIO_CONTINUE.
+ *
+ * Every call that can fail returns a negated errno (never -1 with errno).
+ * See uffdminor(7).
+ */
+#ifndef UFFDMINOR_H
+#define UFFDMINOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uffdminor/userfaultfd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uffdm;
+struct uffdm_region;
+struct uffdm_handler;
+
+/* ---- probe ---------------------------------------------------------- */
+
+/* What the running kernel offers; unknown bits are kept as reported. */
+struct uffdm_probe {
+	uint64_t features;	/* UFFD_FEATURE_* */
+	uint64_t ioctls;	/* 1 << _UFFDIO_* (fd-level ioctls) */
+};
+
+int uffdm_probe(struct uffdm_probe *p);
+bool uffdm_probe_has(const struct uffdm_probe *p, uint64_t features);
+bool uffdm_probe_minor_shmem(const struct uffdm_probe *p);
+bool uffdm_probe_minor_hugetlbfs(const struct uffdm_probe *p);
+bool uffdm_probe_poison(const struct uffdm_probe *p);
+bool uffdm_probe_continue_wp(const struct uffdm_probe *p);
+bool uffdm_probe_move(const struct uffdm_probe *p);
+
+/* ---- open ----------------------------------------------------------- */
+
+#define UFFDM_OPEN_KERNEL_FAULTS	(1u << 0) /* also trap kernel-mode faults */
+#define UFFDM_OPEN_NONBLOCK		(1u << 1) /* O_NONBLOCK on the descriptor */
+#define UFFDM_OPEN_NO_CLOEXEC		(1u << 2) /* keep the descriptor over exec */
+#define UFFDM_OPEN_NO_DEVICE		(1u << 3) /* skip /dev/userfaultfd */
+#define UFFDM_OPEN_NO_SYSCALL		(1u << 4) /* skip userfaultfd(2) */
+#define UFFDM_OPEN_ALL			(UFFDM_OPEN_KERNEL_FAULTS | UFFDM_OPEN_NONBLOCK | \
+					 UFFDM_OPEN_NO_CLOEXEC | UFFDM_OPEN_NO_DEVICE | \
+					 UFFDM_OPEN_NO_SYSCALL)
+
+int uffdm_open(struct uffdm **out, unsigned int flags, uint64_t features);
+void uffdm_close(struct uffdm *u);
+int uffdm_fd(const struct uffdm *u);
+uint64_t uffdm_features(const struct uffdm *u);
+uint64_t uffdm_ioctls(const struct uffdm *u);
+int uffdm_open_explain(char *buf, size_t len);
+
+/* ---- region --------------------------------------------------------- */
+
+enum uffdm_backing {
+	UFFDM_SHMEM = 0,
+	UFFDM_HUGETLB,		/* the default huge page size */
+	UFFDM_HUGETLB_2M,
+	UFFDM_HUGETLB_1G,
+};
+
+/* The page size of a backing, 0 when unknown: region sizes are multiples of it. */
+size_t uffdm_backing_page_size(enum uffdm_backing backing);
+int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, size_t size);
+void uffdm_region_destroy(struct uffdm_region *r);
+void *uffdm_region_view(const struct uffdm_region *r);
+void *uffdm_region_backing(const struct uffdm_region *r);
+size_t uffdm_region_size(const struct uffdm_region *r);
+size_t uffdm_region_page_size(const struct uffdm_region *r);
+int uffdm_region_fd(const struct uffdm_region *r);
+int uffdm_region_populate(struct uffdm_region *r, size_t off, size_t len);
+int uffdm_region_discard(struct uffdm_region *r, size_t off, size_t len);
+int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len);
+
+/* ---- register ------------------------------------------------------- */
+
+#define UFFDM_REGISTER_MISSING	(1u << 0) /* also MISSING faults */
+#define UFFDM_REGISTER_WP	(1u << 1) /* also write-protect faults */
+
+int uffdm_range_register(struct uffdm *u, void *addr, size_t len, unsigned int flags,
+			 uint64_t *ioctls);
+int uffdm_range_unregister(struct uffdm *u, void *addr, size_t len);
+int uffdm_region_register(struct uffdm *u, struct uffdm_region *r, unsigned int flags,
+			  uint64_t *ioctls);
+int uffdm_region_unregister(struct uffdm *u, struct uffdm_region *r);
+
+/* ---- events --------------------------------------------------------- */
+
+enum uffdm_event_kind {
+	UFFDM_EVENT_UNKNOWN = 0,
+	UFFDM_EVENT_MINOR,
+	UFFDM_EVENT_MISSING,
+	UFFDM_EVENT_WP,
+	UFFDM_EVENT_FORK,
+	UFFDM_EVENT_REMAP,
+	UFFDM_EVENT_REMOVE,
+	UFFDM_EVENT_UNMAP,
+};
+
+#define UFFDM_FAULT_WRITE	(1u << 0)
+
+struct uffdm_event {
+	enum uffdm_event_kind kind;
+	unsigned int flags;		/* UFFDM_FAULT_* */
+	uint32_t tid;			/* faulting thread, with UFFD_FEATURE_THREAD_ID */
+	int fork_fd;			/* FORK: the child's userfaultfd */
+	uint64_t addr;			/* fault address; REMOVE/UNMAP start; REMAP from */
+	uint64_t end;			/* REMOVE/UNMAP end; REMAP to */
+	uint64_t len;			/* REMAP length */
+	struct uffd_msg raw;		/* the message as read */
+};
+
+#define UFFDM_READ_NONBLOCK	(1u << 0)
+
+int uffdm_event_decode(const struct uffd_msg *msg, struct uffdm_event *ev);
+int uffdm_events_read(struct uffdm *u, struct uffdm_event *ev, unsigned int max,
+		      unsigned int flags);
+
+/* ---- resolve -------------------------------------------------------- */
+
+#define UFFDM_DONTWAKE	(1u << 0) /* leave the faulting threads asleep */
+#define UFFDM_WP	(1u << 1) /* map write-protected (continue, copy) */
+
+/*
+ * Bytes done (less than len on partial progress) or a negated errno:
+ * -EEXIST already mapped (nobody was woken), -EAGAIN a non-cooperative
+ * event is unread, -EOPNOTSUPP the kernel lacks the mode or ioctl.
+ */
+ssize_t uffdm_continue(struct uffdm *u, void *addr, size_t len, unsigned int flags);
+ssize_t uffdm_poison(struct uffdm *u, void *addr, size_t len, unsigned int flags);
+ssize_t uffdm_copy(struct uffdm *u, void *dst, const void *src, size_t len,
+		   unsigned int flags);
+ssize_t uffdm_zeropage(struct uffdm *u, void *addr, size_t len, unsigned int flags);
+int uffdm_wake(struct uffdm *u, void *addr, size_t len);
+int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
+/*
+ * CONTINUE until mapped and woken: EEXIST wakes, EAGAIN reads pending
+ * events into spill[*nspill..spill_max) and retries.  0 mapped by us,
+ * 1 partly mapped already, -EAGAIN spill full, else the kernel's error.
+ */
+int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *spill,
+		  unsigned int spill_max, unsigned int *nspill);
+
+/* ---- handler -------------------------------------------------------- */
+
+/*
+ * Called on a handler thread for each fault: make the page at offset (in
+ * the region) right through the backing view and return 0, or return a
+ * negated errno: the faulting thread then gets SIGBUS.
+ */
+typedef int (*uffdm_fault_fn)(void *arg, struct uffdm_region *r, size_t offset,
+			      const struct uffdm_event *ev);
+/* Called for every non-cooperative event (REMOVE, UNMAP, REMAP, FORK). */
+typedef void (*uffdm_event_fn)(void *arg, const struct uffdm_event *ev);
+
+#define UFFDM_HANDLER_SIGBUS_FD	(1u << 0) /* fail faults via a SIGBUS uffd even with POISON */
+
+struct uffdm_handler_config {
+	unsigned int threads;	/* 1..64 */
+	unsigned int flags;	/* UFFDM_HANDLER_* */
+	uffdm_fault_fn fault;
+	uffdm_event_fn event;	/* may be NULL */
+	void *arg;
+};
+
+struct uffdm_stats {
+	uint64_t minor, missing, wp;	/* faults by kind */
+	uint64_t events;		/* non-cooperative events */
+	uint64_t resolved;		/* faults resolved */
+	uint64_t failed;		/* faults the callback failed: SIGBUS */
+	uint64_t eexist, eagain;	/* benign races and retries */
+	uint64_t p50_ns, p99_ns, max_ns; /* read-to-wake latency */
+};
+
+int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
+			const struct uffdm_handler_config *cfg);
+int uffdm_handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
+/* Stops and joins the threads; st (may be NULL) gets the final counts. */
+int uffdm_handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UFFDMINOR_H */

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A region: one memfd mapped twice.  Faults are taken on the view; pages
+ * are made right through the backing view, which is never registered, so
+ * writing there fills the page cache without faulting into the handler.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MFD_HUGE_SHIFT
+#define MFD_HUGE_SHIFT 26
+#endif
+#define UFFDM_MFD_HUGE_2MB (21U << MFD_HUGE_SHIFT)
+#define UFFDM_MFD_HUGE_1GB (30U << MFD_HUGE_SHIFT)
+
+/* The default huge page size, from /proc/meminfo ("Hugepagesize: 2048 kB"). */
+static size_t default_huge_page(void)
+{
+	char line[128];
+	size_t kb = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Hugepagesize: %zu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+static int backing_geometry(enum uffdm_backing b, size_t *page, unsigned int *mfd)
+{
+	*mfd = MFD_CLOEXEC;
+	switch (b) {
+	case UFFDM_SHMEM:
+		*page = (size_t)sysconf(_SC_PAGESIZE);
+		return 0;
+	case UFFDM_HUGETLB:
+		*page = default_huge_page();
+		*mfd |= MFD_HUGETLB;
+		return *page ? 0 : -EOPNOTSUPP;
+	case UFFDM_HUGETLB_2M:
+		*page = 2UL << 20;
+		*mfd |= MFD_HUGETLB | UFFDM_MFD_HUGE_2MB;
+		return 0;
+	case UFFDM_HUGETLB_1G:
+		*page = 1UL << 30;
+		*mfd |= MFD_HUGETLB | UFFDM_MFD_HUGE_1GB;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void *map_shared(int fd, size_t size)
+{
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
+static void region_free(struct uffdm_region *r)
+{
+	if (r->view && r->view != MAP_FAILED)
+		munmap(r->view, r->size);
+	if (r->backing_view && r->backing_view != MAP_FAILED)
+		munmap(r->backing_view, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}
+
+size_t uffdm_backing_page_size(enum uffdm_backing backing)
+{
+	unsigned int mfd;
+	size_t page;
+
+	return backing_geometry(backing, &page, &mfd) ? 0 : page;
+}
+
+/*
+ * On hugetlb the pages are reserved at mmap time, so an empty pool shows up
+ * here as -ENOMEM rather than as SIGBUS on first touch.
+ */
+int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, size_t size)
+{
+	struct uffdm_region *r;
+	unsigned int mfd;
+	size_t page;
+	int ret;
+
+	if (!out || !size)
+		return -EINVAL;
+	ret = backing_geometry(backing, &page, &mfd);
+	if (ret)
+		return ret;
+	if (size % page)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->backing = backing;
+	r->size = size;
+	r->page = page;
+	r->fd = memfd_create("uffdminor", mfd);
+	if (r->fd < 0 || ftruncate(r->fd, (off_t)size) < 0)
+		goto fail;
+	r->view = map_shared(r->fd, size);
+	if (r->view == MAP_FAILED)
+		goto fail;
+	r->backing_view = map_shared(r->fd, size);
+	if (r->backing_view == MAP_FAILED)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	ret = -errno;
+	region_free(r);
+	return ret;
+}
+
+void uffdm_region_destroy(struct uffdm_region *r)
+{
+	if (r)
+		region_free(r);
+}
+
+void *uffdm_region_view(const struct uffdm_region *r)
+{
+	return r ? r->view : NULL;
+}
+
+void *uffdm_region_backing(const struct uffdm_region *r)
+{
+	return r ? r->backing_view : NULL;
+}
+
+size_t uffdm_region_size(const struct uffdm_region *r)
+{
+	return r ? r->size : 0;
+}
+
+size_t uffdm_region_page_size(const struct uffdm_region *r)
+{
+	return r ? r->page : 0;
+}
+
+int uffdm_region_fd(const struct uffdm_region *r)
+{
+	return r ? r->fd : -EINVAL;
+}
+
+/* Whole pages inside the region only: hugetlb refuses anything else anyway. */
+static int check_span(const struct uffdm_region *r, size_t off, size_t len)
+{
+	if (!r || !len || off % r->page || len % r->page)
+		return -EINVAL;
+	if (off > r->size || len > r->size - off)
+		return -ERANGE;
+	return 0;
+}
+
+static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
+{
+	int ret = check_span(r, off, len);
+
+	if (ret)
+		return ret;
+	if (fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Put pages in the page cache (zeroed), so touching the view is a minor fault. */
+int uffdm_region_populate(struct uffdm_region *r, size_t off, size_t len)
+{
+	return falloc(r, 0, off, len);
+}
+
+/* Drop pages from the page cache: the next touch is a missing fault. */
+int uffdm_region_discard(struct uffdm_region *r, size_t off, size_t len)
+{
+	return falloc(r, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+}
+
+/*
+ * Unmap pages from the view but keep them cached: the next touch is a minor
+ * fault again.  With UFFD_FEATURE_EVENT_REMOVE this posts a REMOVE event
+ * and blocks until it is read.
+ */
+int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len)
+{
+	int ret = check_span(r, off, len);
+
+	if (ret)
+		return ret;
+	if (madvise((char *)r->view + off, len, MADV_DONTNEED) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+const struct mem_case shmem_case = { UFFDM_SHMEM, "shmem" };
+const struct mem_case hugetlb_case = { UFFDM_HUGETLB, "hugetlb" };
+
+/* What the helpers made and the case has not put yet. */
+static struct uffdm *live_u[8];
+static struct uffdm_region *live_r[8];
+
+static void track(void **slots, size_t n, void *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!slots[i]) {
+			slots[i] = p;
+			return;
+		}
+}
+
+static void untrack(void **slots, size_t n, void *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (slots[i] == p)
+			slots[i] = NULL;
+}
+
+void put_uffd(struct uffdm *u)
+{
+	untrack((void **)live_u, 8, u);
+	uffdm_close(u);
+}
+
+void put_region(struct uffdm_region *r)
+{
+	untrack((void **)live_r, 8, r);
+	uffdm_region_destroy(r);
+}
+
+struct uffdm *adopt_uffd(struct uffdm *u)
+{
+	track((void **)live_u, 8, u);
+	return u;
+}
+
+/* Descriptors first: a region with EVENT_UNMAP would wait for a reader. */
+void put_all(void)
+{
+	for (size_t i = 0; i < 8; i++)
+		if (live_u[i])
+			put_uffd(live_u[i]);
+	for (size_t i = 0; i < 8; i++)
+		if (live_r[i])
+			put_region(live_r[i]);
+}
+
+struct uffdm_probe probe(void)
+{
+	struct uffdm_probe p;
+	char why[512];
+	int ret = uffdm_probe(&p);
+
+	if (ret) {
+		uffdm_open_explain(why, sizeof(why));
+		SKIP_BECAUSE("no userfaultfd (%s): %s", strerror(-ret), why);
+	}
+	return p;
+}
+
+const struct mem_case *need_case(void **state)
+{
+	const struct mem_case *mc = *state;
+	struct uffdm_probe p = probe();
+
+	if (mc->backing == UFFDM_SHMEM && !uffdm_probe_minor_shmem(&p))
+		SKIP_BECAUSE("kernel lacks UFFD_FEATURE_MINOR_SHMEM (Linux 5.14+)");
+	if (mc->backing != UFFDM_SHMEM && !uffdm_probe_minor_hugetlbfs(&p))
+		SKIP_BECAUSE("kernel lacks UFFD_FEATURE_MINOR_HUGETLBFS (Linux 5.13+)");
+	return mc;
+}
+
+size_t case_page_size(const struct mem_case *mc)
+{
+	return uffdm_backing_page_size(mc->backing);
+}
+
+static long free_huge_pages(size_t page)
+{
+	char path[128];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%zukB/free_hugepages",
+		 page / 1024);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+struct uffdm_region *make_region(const struct mem_case *mc, size_t npages)
+{
+	size_t page = case_page_size(mc);
+	struct uffdm_region *r = NULL;
+	long avail;
+	int ret;
+
+	if (!page)
+		SKIP_BECAUSE("%s: no page size known", mc->name);
+	if (mc->backing != UFFDM_SHMEM) {
+		avail = free_huge_pages(page);
+		if (avail >= 0 && (size_t)avail < npages)
+			SKIP_BECAUSE("hugetlb: %zu free %zu kB huge pages needed, the pool has %ld "
+				     "(vm.nr_hugepages)", npages, page / 1024, avail);
+	}
+	ret = uffdm_region_create(&r, mc->backing, npages * page);
+	if (ret == -ENOMEM && mc->backing != UFFDM_SHMEM)
+		SKIP_BECAUSE("hugetlb: no huge pages in the pool (ENOMEM)");
+	assert_int_equal(ret, 0);
+	track((void **)live_r, 8, r);
+	return r;
+}
+
+struct uffdm *open_uffd(unsigned int flags, uint64_t features)
+{
+	struct uffdm *u = NULL;
+	char why[512];
+	int ret = uffdm_open(&u, flags, features);
+
+	if (ret == -EOPNOTSUPP)
+		SKIP_BECAUSE("kernel lacks features 0x%llx", (unsigned long long)features);
+	if (ret) {
+		uffdm_open_explain(why, sizeof(why));
+		SKIP_BECAUSE("cannot open a userfaultfd (%s): %s", strerror(-ret), why);
+	}
+	track((void **)live_u, 8, u);
+	return u;
+}
+
+struct uffdm_region *registered_region(struct uffdm *u, const struct mem_case *mc,
+				       size_t npages, unsigned int reg_flags)
+{
+	struct uffdm_region *r = make_region(mc, npages);
+	uint64_t ioctls = 0;
+
+	assert_int_equal(uffdm_region_populate(r, 0, uffdm_region_size(r)), 0);
+	assert_int_equal(uffdm_region_register(u, r, reg_flags, &ioctls), 0);
+	assert_true(ioctls & (1ull << _UFFDIO_CONTINUE));
+	return r;
+}
+
+/* Stamp both ends of the page: a page mapped at the wrong offset fails. */
+void fill_page(void *page, size_t len, size_t i)
+{
+	uint64_t *w = page;
+
+	w[0] = 0x5546464d00000000ull | i;
+	w[len / sizeof(*w) - 1] = ~(uint64_t)i;
+}
+
+int check_page(const void *page, size_t len, size_t i)
+{
+	const uint64_t *w = page;
+
+	return w[0] == (0x5546464d00000000ull | i) && w[len / sizeof(*w) - 1] == ~(uint64_t)i;
+}
+
+struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds)
+{
+	struct child_result res = { 0 };
+	int st;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* cmocka's handlers would catch what the parent wants to see. */
+		static const int sigs[] = { SIGBUS, SIGSEGV, SIGILL, SIGFPE, SIGSYS };
+
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		/* A hang is what we test against: the watchdog turns it into SIGALRM. */
+		alarm(seconds);
+		_exit(fn(arg));
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	res.exited = WIFEXITED(st);
+	res.status = res.exited ? WEXITSTATUS(st) : -1;
+	res.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	return res;
+}
+
+int drop_privileges(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return -errno;
+	return 0;
+}
+
+struct e2e_ctx {
+	struct e2e *e;
+	struct uffdm_region *r;
+	uint32_t *count;
+	size_t page;
+};
+
+struct faulter {
+	struct e2e_ctx *c;
+	size_t first, n, bad;
+	pthread_t tid;
+};
+
+static int stamp(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	struct e2e_ctx *c = arg;
+	size_t i = off / c->page;
+
+	(void)ev;
+	__atomic_fetch_add(&c->count[i], 1, __ATOMIC_RELAXED);
+	fill_page((char *)uffdm_region_backing(r) + off, c->page, i);
+	return 0;
+}
+
+static void *touch_pages(void *arg)
+{
+	struct faulter *f = arg;
+	char *view = uffdm_region_view(f->c->r);
+
+	for (size_t i = f->first; i < f->first + f->n; i++)
+		if (!check_page(view + i * f->c->page, f->c->page, i))
+			f->bad++;
+	return NULL;
+}
+
+static int e2e_fail(struct e2e *e, int ret, const char *what)
+{
+	if (ret == -EOPNOTSUPP || ret == -EPERM || ret == -EACCES || ret == -ENOSYS)
+		uffdm_open_explain(e->why, sizeof(e->why));
+	else
+		snprintf(e->why, sizeof(e->why), "%s: %s", what, strerror(-ret));
+	return ret;
+}
+
+static int e2e_faults(struct e2e_ctx *c)
+{
+	struct e2e *e = c->e;
+	struct faulter f[64] = { { 0 } };
+	unsigned int n = e->fault_threads > 64 ? 64 : e->fault_threads;
+
+	for (unsigned int t = 0; t < n; t++) {
+		f[t] = (struct faulter){ c, t * e->pages_per_thread, e->pages_per_thread, 0, 0 };
+		if (pthread_create(&f[t].tid, NULL, touch_pages, &f[t]))
+			return -EAGAIN;
+	}
+	for (unsigned int t = 0; t < n; t++) {
+		pthread_join(f[t].tid, NULL);
+		e->bad += f[t].bad;
+	}
+	return 0;
+}
+
+static int e2e_serve(struct e2e_ctx *c, struct uffdm *u)
+{
+	struct uffdm_handler_config cfg = {
+		.threads = c->e->handler_threads, .fault = stamp, .arg = c,
+	};
+	struct uffdm_handler *h;
+	int ret;
+
+	ret = uffdm_region_register(u, c->r, 0, NULL);
+	if (ret)
+		return e2e_fail(c->e, ret, "register");
+	ret = uffdm_handler_start(&h, u, c->r, &cfg);
+	if (ret)
+		return e2e_fail(c->e, ret, "handler start");
+	ret = e2e_faults(c);
+	uffdm_handler_stop(h, &c->e->stats);
+	return ret ? e2e_fail(c->e, ret, "fault threads") : 0;
+}
+
+int e2e_run(struct e2e *e)
+{
+	size_t total = e->pages_per_thread * e->fault_threads;
+	struct e2e_ctx c = { .e = e };
+	struct uffdm *u = NULL;
+	int ret;
+
+	ret = uffdm_region_create(&c.r, e->backing, total * case_page_size(
+		e->backing == UFFDM_SHMEM ? &shmem_case : &hugetlb_case));
+	if (ret)
+		return e2e_fail(e, ret, "region create");
+	c.page = uffdm_region_page_size(c.r);
+	c.count = calloc(total, sizeof(*c.count));
+	ret = c.count ? uffdm_region_populate(c.r, 0, uffdm_region_size(c.r)) : -ENOMEM;
+	if (ret)
+		e2e_fail(e, ret, "populate");
+	if (!ret)
+		ret = uffdm_open(&u, e->open_flags, 0);
+	if (ret && !e->why[0])
+		e2e_fail(e, ret, "open");
+	if (!ret)
+		ret = e2e_serve(&c, u);
+	for (size_t i = 0; !ret && i < total; i++) {
+		e->lost += c.count[i] == 0;
+		e->dup += c.count[i] > 1;
+	}
+	uffdm_close(u);
+	free(c.count);
+	uffdm_region_destroy(c.r);
+	return ret;
+}
+
+void e2e_check(const struct mem_case *mc, struct e2e *e)
+{
+	size_t total = e->pages_per_thread * e->fault_threads;
+	int ret;
+
+	e->backing = mc->backing;
+	/* skips on a short pool, saying so */
+	put_region(make_region(mc, total));
+	ret = e2e_run(e);
+	if (ret)
+		fail_msg("%s", e->why);
+	print_message("%zu pages, %u faulting x %u handler threads: minor %llu resolved %llu "
+		      "eexist %llu eagain %llu, latency p50 %llu p99 %llu max %llu ns\n",
+		      total, e->fault_threads, e->handler_threads,
+		      (unsigned long long)e->stats.minor, (unsigned long long)e->stats.resolved,
+		      (unsigned long long)e->stats.eexist, (unsigned long long)e->stats.eagain,
+		      (unsigned long long)e->stats.p50_ns, (unsigned long long)e->stats.p99_ns,
+		      (unsigned long long)e->stats.max_ns);
+	assert_int_equal(e->lost, 0);
+	assert_int_equal(e->dup, 0);
+	assert_int_equal(e->bad, 0);
+	assert_int_equal(e->stats.minor, total);
+	assert_int_equal(e->stats.resolved, total);
+	assert_int_equal(e->stats.failed, 0);
+	assert_true(e->stats.p50_ns <= e->stats.p99_ns);
+}

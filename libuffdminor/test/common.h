@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared by the libuffdminor tests: each test file crosses its cases over
+ * the memory types, like the kernel's uffd-unit-tests table, and skips a
+ * case with a printed reason when the kernel or the hugepage pool lacks
+ * what it needs (cmocka 1.1.5's skip() takes no message).
+ */
+#ifndef UFFDM_TEST_COMMON_H
+#define UFFDM_TEST_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "uffdminor.h"
+
+struct mem_case {
+	enum uffdm_backing backing;
+	const char *name;
+};
+
+extern const struct mem_case shmem_case, hugetlb_case;
+
+/* One table row per memory type: "fn/shmem", "fn/hugetlb". */
+#define CROSS(fn) \
+	{ #fn "/shmem", fn, NULL, NULL, (void *)&shmem_case }, \
+	{ #fn "/hugetlb", fn, NULL, NULL, (void *)&hugetlb_case }
+
+/* Skipping longjmps out of the case: free what the helpers made first. */
+#define SKIP_BECAUSE(...) do { \
+	print_message("# skip reason: " __VA_ARGS__); \
+	print_message("\n"); \
+	put_all(); \
+	skip(); \
+} while (0)
+
+/* Close/destroy what open_uffd()/make_region() made (others too); put_all() all of them. */
+void put_uffd(struct uffdm *u);
+void put_region(struct uffdm_region *r);
+void put_all(void);
+/* Track a descriptor opened by hand, so a skip frees it too. */
+struct uffdm *adopt_uffd(struct uffdm *u);
+
+/* The case's memory type, after skipping when the kernel cannot fault it. */
+const struct mem_case *need_case(void **state);
+/* Page size of the case's memory type (0 when unknown). */
+size_t case_page_size(const struct mem_case *mc);
+/* A region of npages pages, or skip (empty hugepage pool) with the reason. */
+struct uffdm_region *make_region(const struct mem_case *mc, size_t npages);
+/* A userfaultfd, or skip with uffdm_open_explain()'s reason. */
+struct uffdm *open_uffd(unsigned int flags, uint64_t features);
+/* Region populated and registered MINOR on u. */
+struct uffdm_region *registered_region(struct uffdm *u, const struct mem_case *mc,
+				       size_t npages, unsigned int reg_flags);
+/* The probe, or fail. */
+struct uffdm_probe probe(void);
+
+/* The pattern a test callback writes into page i, and the check of it. */
+void fill_page(void *page, size_t len, size_t i);
+int check_page(const void *page, size_t len, size_t i);
+
+/* Run fn in a forked child under an alarm() watchdog; its exit status or signal. */
+struct child_result {
+	int exited, status, signal;
+};
+struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds);
+
+/* Drop to uid/gid 65534 (nobody) when root; 0 when done or not needed. */
+int drop_privileges(void);
+
+#endif
+
+/*
+ * End to end, no cmocka inside (it runs in forked children too): a region
+ * populated with zeroes and registered MINOR; a handler whose callback
+ * stamps each page through the backing view; fault_threads threads each
+ * reading their own pages_per_thread pages once through the view.
+ */
+struct e2e {
+	enum uffdm_backing backing;
+	size_t pages_per_thread;
+	unsigned int fault_threads, handler_threads;
+	unsigned int open_flags;
+	/* results */
+	struct uffdm_stats stats;
+	size_t lost, dup, bad;	/* pages never faulted, faulted twice, wrong content */
+	char why[512];		/* what failed, when e2e_run does not return 0 */
+};
+
+int e2e_run(struct e2e *e);
+/* e2e_run in a test: skips on an empty pool, checks every count. */
+void e2e_check(const struct mem_case *mc, struct e2e *e);
