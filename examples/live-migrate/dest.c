@@ -617,7 +617,16 @@ static void stop_threads(struct dst *d)
 static int source_lost(struct dst *d, const char *why)
 {
 	set_dead(d, why);
-	wl_stop(&d->wl);
+	/*
+	 * Minor mode: the handler fails every fault (SIGBUS or poison), so
+	 * each thread stops and is joined.  Missing mode has no such path on
+	 * 6.1: a thread asleep in a missing fault stays there, so only tell
+	 * the threads to stop and leave.
+	 */
+	if (d->o->mode == LM_MODE_MISSING)
+		atomic_store(&d->wl.quit, 1);
+	else
+		wl_stop(&d->wl);
 	fprintf(stderr, "lm: destination: source lost during postcopy (%s); workload stopped "
 		"with %llu of %llu pages mapped%s\n", d->dead_msg,
 		(unsigned long long)atomic_load(&d->mapped), (unsigned long long)d->npages,

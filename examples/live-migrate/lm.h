@@ -135,6 +135,7 @@ struct lm_opts {
 	int timeout_ms;
 	const char *inject;		/* test hooks: die-precopy, die-postcopy */
 	unsigned int handler_threads;
+	int listen_fd;			/* dest: inherited, or -1 */
 };
 
 struct lm_report {

@@ -46,6 +46,7 @@ static void usage(FILE *f)
 "  --plot FILE.png      a timeline of transfer rate and fault latency (gnuplot)\n"
 "  --timeout MS         a connection idle this long is dead (default 10000)\n"
 "  --handler-threads N  destination fault handler threads (default 2)\n"
+"  --listen-fd N        dest: an inherited listening socket (tests)\n"
 "  -q, --quiet          no progress lines\n"
 "exit: 0 ok, 1 usage, 2 aborted (source resumed), 3 source lost mid-postcopy,\n"
 "      4 verification failed, 5 protocol error\n");
@@ -123,7 +124,7 @@ static uint64_t parse_time_ns(const char *s)
 
 enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
 	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
-	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN };
+	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD };
 
 static const struct option longopts[] = {
 	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
@@ -137,7 +138,7 @@ static const struct option longopts[] = {
 	{ "json", 0, NULL, O_JSON }, { "row", 0, NULL, O_ROW }, { "plot", 1, NULL, O_PLOT },
 	{ "timeout", 1, NULL, O_TIMEOUT }, { "handler-threads", 1, NULL, O_HTHREADS },
 	{ "inject", 1, NULL, O_INJECT }, { "to", 1, NULL, O_TO },
-	{ "listen", 1, NULL, O_LISTEN }, { "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
+	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD }, { "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 	{ 0 },
 };
 
@@ -189,6 +190,7 @@ static void set_opt(struct lm_opts *o, int c, const char *a)
 	case O_HTHREADS: o->handler_threads = (unsigned int)parse_num(a, "--handler-threads", 1000); break;
 	case O_INJECT: o->inject = a; break;
 	case O_TO: case O_LISTEN: o->addr = a; break;
+	case O_LISTEN_FD: o->listen_fd = (int)parse_num(a, "--listen-fd", 1000); break;
 	case 'q': o->quiet = true; break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(LM_EXIT_USAGE);
@@ -235,15 +237,26 @@ static int resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len
 	return 0;
 }
 
+/* A TCP socket for addr, or -1 with a message. */
+static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+{
+	int fd;
+
+	if (resolve(addr, ss, len))
+		return -1;
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fprintf(stderr, "lm: socket: %s\n", strerror(errno));
+	return fd;
+}
+
 static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1;
 
-	if (resolve(addr, &ss, &len))
-		return -1;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = tcp_socket(addr, &ss, &len);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
 		fprintf(stderr, "lm: cannot listen on %s: %s\n", addr, strerror(errno));
@@ -258,9 +271,7 @@ static int connect_to(const char *addr)
 	socklen_t len;
 	int fd, one = 1;
 
-	if (resolve(addr, &ss, &len))
-		return -1;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = tcp_socket(addr, &ss, &len);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
 		fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
 		if (fd >= 0)
@@ -318,7 +329,7 @@ int lm_main(int argc, char **argv)
 		.mode = LM_MODE_MINOR, .backing = UFFDM_SHMEM, .size = 64u << 20,
 		.wl = { .threads = 2, .pattern = WL_UNIFORM, .hot_frac = 0.1, .hot_share = 90 },
 		.rounds = 3, .track = LM_TRACK_END, .precopy_s = 1, .after_s = 1,
-		.timeout_ms = 10000, .handler_threads = 2,
+		.timeout_ms = 10000, .handler_threads = 2, .listen_fd = -1,
 	};
 	const char *cmd;
 	int c, lfd;
@@ -346,7 +357,7 @@ int lm_main(int argc, char **argv)
 	if (!strcmp(cmd, "source"))
 		return run_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
 	if (!strcmp(cmd, "dest")) {
-		lfd = listen_on(o.addr ? o.addr : DEFAULT_ADDR);
+		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
 		return lfd < 0 ? LM_EXIT_USAGE : lm_dest(&o, lfd);
 	}
 	return die_usage("unknown subcommand '%s'", cmd);

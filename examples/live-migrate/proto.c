@@ -379,6 +379,11 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 	return 0;
 }
 
+static const char *why(int ret)
+{
+	return ret == -EPIPE ? "closed by the peer" : strerror(-ret);
+}
+
 int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 {
 	struct lm_hdr h;
@@ -392,7 +397,7 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 	}
 	if (ret) {
 		snprintf(c->err, sizeof(c->err), "%s connection: truncated frame header "
-			 "(%zu of %zu bytes): %s", c->name, got, sizeof(h), strerror(-ret));
+			 "(%zu of %zu bytes): %s", c->name, got, sizeof(h), why(ret));
 		return ret;
 	}
 	ret = lm_hdr_check(&h, c->err, sizeof(c->err));
@@ -402,7 +407,7 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 	if (ret) {
 		snprintf(c->err, sizeof(c->err), "%s connection: truncated %s frame "
 			 "(%zu of %u bytes): %s", c->name, lm_type_name(h.type), got, h.len,
-			 strerror(-ret));
+			 why(ret));
 		return ret;
 	}
 	c->rx_bytes += sizeof(h) + h.len;

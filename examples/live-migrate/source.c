@@ -316,9 +316,9 @@ static int postcopy(struct src *s)
 		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
 			return -EAGAIN;
 		s->urg_running = true;
-		inject(s, "die-postcopy");
 		ret = send_stale_list(s, s->o->mode == LM_MODE_MISSING ? &s->st.bytes_paused :
 				      &s->st.bytes_push);
+		inject(s, "die-postcopy");
 		if (!ret)
 			ret = push(s);
 	}
