@@ -478,10 +478,8 @@ static int start_missing(struct dst *d)
 {
 	uint64_t f = d->hello.backing == UFFDM_SHMEM ? UFFD_FEATURE_MISSING_SHMEM :
 		     UFFD_FEATURE_MISSING_HUGETLBFS;
-	int ret = receive_stale_list(d);
+	int ret = uffdm_open(&d->u, UFFDM_OPEN_NONBLOCK, f);
 
-	if (!ret)
-		ret = uffdm_open(&d->u, UFFDM_OPEN_NONBLOCK, f);
 	if (!ret)
 		ret = uffdm_region_register(d->u, d->r, UFFDM_REGISTER_MISSING |
 					    UFFDM_REGISTER_NO_MINOR, NULL);
@@ -490,6 +488,20 @@ static int start_missing(struct dst *d)
 	if (!ret)
 		d->fault_running = true;
 	return ret;
+}
+
+/*
+ * Nobody touches the view before the switch-over, so both postcopy modes
+ * register it and start their fault threads during precopy: none of that
+ * is downtime.
+ */
+static int prepare_postcopy(struct dst *d)
+{
+	if (d->o->mode == LM_MODE_MINOR)
+		return start_minor(d);
+	if (d->o->mode == LM_MODE_MISSING)
+		return start_missing(d);
+	return 0;
 }
 
 static int resume(struct dst *d)
@@ -503,10 +515,8 @@ static int resume(struct dst *d)
 	if (d->o->mode == LM_MODE_STOPCOPY)
 		for (uint64_t i = 0; i < d->npages; i++)
 			mark_mapped(d, i, d->recv_hash[i]);
-	else if (d->o->mode == LM_MODE_MINOR)
-		ret = start_minor(d);
-	else
-		ret = start_missing(d);
+	else if (d->o->mode == LM_MODE_MISSING)
+		ret = receive_stale_list(d);
 	if (ret)
 		return ret;
 	if (d->o->mode != LM_MODE_STOPCOPY) {
@@ -842,6 +852,8 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (accept_hello(d, lfd, &d->urg, "urgent", true))
 		return LM_EXIT_PROTOCOL;
 	ret = start_sampler(d);
+	if (!ret)
+		ret = prepare_postcopy(d);
 	if (!ret)
 		ret = receive_precopy(d);
 	if (ret)

@@ -110,9 +110,9 @@ int lm_track_parse(const char *s);
 /* want == LM_TRACK_END: the best the kernel offers. */
 int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_t size,
 		   size_t page);
-/* Set bits of pages written since the last call, and start over; the
- * caller quiesces writers when lm_track_needs_quiesce(). */
-int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap);
+/* Set bits of pages written since the last call, and start over (unless
+ * last); the caller quiesces writers when lm_track_needs_quiesce(). */
+int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
 bool lm_track_needs_quiesce(const struct lm_tracker *t);
 void lm_track_stop(struct lm_tracker *t);
 

@@ -87,7 +87,7 @@ static int collect(struct src *s, uint8_t *bitmap)
 	memset(bitmap, 0, (s->npages + 7) / 8);
 	if (q)
 		wl_pause(&s->wl);
-	ret = lm_track_collect(&s->tr, bitmap);
+	ret = lm_track_collect(&s->tr, bitmap, false);
 	if (q) {
 		wl_resume(&s->wl);
 		s->st.track_pause_ns += lm_now_ns() - t0;
@@ -136,11 +136,12 @@ static int pause_workload(struct src *s)
 	now = lm_now_ns();
 	s->ops_before = (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 /
 			(double)(now - s->t_start);
-	wl_pause(&s->wl);
+	/* downtime starts when the workload is asked to stop */
 	s->t_pause = lm_now_ns();
+	wl_pause(&s->wl);
 	s->st.t_precopy_ns = s->t_pause - s->t_start;
 	memset(s->dirty, 0, (s->npages + 7) / 8);
-	ret = lm_track_collect(&s->tr, s->dirty);
+	ret = lm_track_collect(&s->tr, s->dirty, true);
 	if (ret)
 		return ret;
 	for (uint64_t i = 0; i < s->npages; i++)

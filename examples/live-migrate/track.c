@@ -70,14 +70,15 @@ static int clear_refs(void)
 	return ret;
 }
 
-static int scan(struct lm_tracker *t, uint8_t *bitmap)
+static int scan(struct lm_tracker *t, uint8_t *bitmap, bool last)
 {
 	struct page_region *vec = (struct page_region *)t->buf;
 	uint64_t start = (uintptr_t)t->view, end = start + t->size;
 
 	while (start < end) {
 		struct pm_scan_arg a = {
-			.size = sizeof(a), .flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+			.size = sizeof(a),
+			.flags = last ? 0 : PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
 			.start = start, .end = end, .vec = (uintptr_t)vec, .vec_len = SCAN_VEC,
 			.category_mask = PAGE_IS_WRITTEN, .return_mask = PAGE_IS_WRITTEN,
 		};
@@ -95,7 +96,7 @@ static int scan(struct lm_tracker *t, uint8_t *bitmap)
 	return 0;
 }
 
-static int soft_dirty(struct lm_tracker *t, uint8_t *bitmap)
+static int soft_dirty(struct lm_tracker *t, uint8_t *bitmap, bool last)
 {
 	size_t n4k = t->size / 4096, per = t->page / 4096;
 	off_t off = (off_t)((uintptr_t)t->view / 4096 * 8);
@@ -105,7 +106,8 @@ static int soft_dirty(struct lm_tracker *t, uint8_t *bitmap)
 	for (size_t i = 0; i < n4k; i++)
 		if (t->buf[i] & PM_SOFT_DIRTY)
 			bit_set(bitmap, i / per);
-	return clear_refs();
+	/* the last look: nothing will be asked again, so no clearing walk */
+	return last ? 0 : clear_refs();
 }
 
 /* Does a page just written show up soft-dirty after clear_refs? */
@@ -131,7 +133,7 @@ static int start_scan(struct lm_tracker *t)
 	ret = uffdm_range_register(t->u, t->view, t->size,
 				   UFFDM_REGISTER_WP | UFFDM_REGISTER_NO_MINOR, NULL);
 	if (!ret)
-		ret = scan(t, NULL);	/* protect everything: the baseline */
+		ret = scan(t, NULL, false);	/* protect everything: the baseline */
 	if (ret) {
 		uffdm_close(t->u);
 		t->u = NULL;
@@ -181,13 +183,13 @@ bool lm_track_needs_quiesce(const struct lm_tracker *t)
 	return t->kind == LM_TRACK_SOFT_DIRTY;
 }
 
-int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap)
+int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
 {
 	switch (t->kind) {
 	case LM_TRACK_PAGEMAP_SCAN:
-		return scan(t, bitmap);
+		return scan(t, bitmap, last);
 	case LM_TRACK_SOFT_DIRTY:
-		return soft_dirty(t, bitmap);
+		return soft_dirty(t, bitmap, last);
 	default:
 		memset(bitmap, 0xff, (t->size / t->page + 7) / 8);
 		return 0;
