@@ -145,6 +145,7 @@ static int map_run(struct dst *d, uint64_t i, uint64_t n)
 	ret = uffdm_resolve(d->u, d->view + i * d->page, n * d->page, spill, 4, &nspill);
 	for (uint64_t k = i; k < i + n; k++)
 		mark_mapped(d, k, d->vis_hash[k]);
+	wake_all(d);	/* a fault may wait for a page we held in MAPPING */
 	return ret < 0 ? ret : 0;
 }
 
@@ -587,15 +588,14 @@ static void *rate_sampler(void *p)
 	struct dst *d = p;
 	uint64_t last = 0, t_last = lm_now_ns();
 
-	fprintf(d->rate_log, "# seconds since resume (negative: precopy), MB/s received\n");
+	fprintf(d->rate_log, "# CLOCK_MONOTONIC ns, MB/s received\n");
 	while (!atomic_load(&d->stop)) {
 		uint64_t now, b;
 
 		usleep(20000);
 		now = lm_now_ns();
 		b = d->m.rx_bytes + d->urg.rx_bytes;
-		fprintf(d->rate_log, "%.4f %.2f\n",
-			((double)now - (double)(d->t_resume ? d->t_resume : now)) / 1e9,
+		fprintf(d->rate_log, "%llu %.2f\n", (unsigned long long)now,
 			(double)(b - last) / ((double)(now - t_last) / 1e9) / 1e6);
 		last = b;
 		t_last = now;
@@ -722,7 +722,7 @@ static int finish(struct dst *d)
 		fclose(d->rate_log);
 		d->rate_log = NULL;
 		write_plot_data(d, data);
-		if (lm_report_plot(d->o->plot, data))
+		if (lm_report_plot(d->o->plot, data, d->t_resume))
 			fprintf(stderr, "lm: --plot: gnuplot failed; the data is in %s\n", data);
 	}
 	return rc;

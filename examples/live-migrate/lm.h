@@ -152,7 +152,7 @@ struct lm_report {
 };
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
-int lm_report_plot(const char *png, const char *data);
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
 
 int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent);
 int lm_dest(const struct lm_opts *o, int listen_fd);

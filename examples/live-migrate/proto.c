@@ -266,8 +266,13 @@ void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns)
 	l->rtt_ns = rtt_ns;
 }
 
-/* Reserve the wire for n bytes; return when they would have left. */
-static void link_pace(struct lm_link *l, size_t n)
+/*
+ * Reserve the wire for n bytes; return when they would have left.  An
+ * urgent frame does not wait for the bulk already queued: on a real link
+ * its packets interleave with the other connection's, so it only pushes
+ * the bulk back by its own length.
+ */
+static void link_pace(struct lm_link *l, size_t n, bool urgent)
 {
 	uint64_t now, start, done;
 
@@ -275,7 +280,14 @@ static void link_pace(struct lm_link *l, size_t n)
 		return;
 	pthread_mutex_lock(&l->lock);
 	now = lm_now_ns();
-	start = l->free_at_ns > now ? l->free_at_ns : now;
+	start = l->free_at_ns > now && !urgent ? l->free_at_ns : now;
+	if (urgent && l->free_at_ns > now) {
+		done = now + (uint64_t)((double)n * 1e9 / (double)l->bps);
+		l->free_at_ns += done - now;
+		pthread_mutex_unlock(&l->lock);
+		lm_sleep_until(done);
+		return;
+	}
 	done = start + (uint64_t)((double)n * 1e9 / (double)l->bps);
 	l->free_at_ns = done;
 	pthread_mutex_unlock(&l->lock);
@@ -288,6 +300,7 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	c->name = name;
+	c->urgent = !strcmp(name, "urgent");
 	c->link = link;
 	c->rx_delay_ns = link ? link->rtt_ns / 2 : 0;
 	c->timeout_ms = timeout_ms;
@@ -341,7 +354,7 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	int ret;
 
 	pthread_mutex_lock(&c->wlock);
-	link_pace(c->link, sizeof(h) + fl + data_len);
+	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
 	ret = write_all(c->fd, iov, data_len ? 3 : 2);

@@ -164,6 +164,7 @@ struct lm_link {
 struct lm_conn {
 	int fd;
 	const char *name;	/* "main" or "urgent" */
+	bool urgent;		/* paced ahead of queued bulk */
 	struct lm_link *link;	/* pacing of what we send */
 	uint64_t rx_delay_ns;	/* rtt/2 added to what we receive */
 	int timeout_ms;		/* a receive this idle is an error */

@@ -117,7 +117,7 @@ void lm_report_print(const struct lm_report *r, const struct lm_opts *o)
 	fflush(stdout);
 }
 
-int lm_report_plot(const char *png, const char *data)
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
 {
 	char script[8192];
 	FILE *p;
@@ -127,14 +127,14 @@ int lm_report_plot(const char *png, const char *data)
 		 "set terminal pngcairo size 1000,700 noenhanced\n"
 		 "set output '%s'\n"
 		 "set multiplot layout 2,1 title 'lm: transfer rate and fault latency'\n"
-		 "set xlabel 'seconds since resume'\n"
+		 "set xlabel 'seconds since resume (the dashed line)'\n"
 		 "set ylabel 'MB/s received'\n"
 		 "set arrow from 0, graph 0 to 0, graph 1 nohead dt 2\n"
-		 "plot '%s' index 0 using 1:2 with steps title 'rate'\n"
+		 "plot '%s' index 0 using (($1 - %llu) / 1e9):2 with steps title 'rate'\n"
 		 "set ylabel 'fault latency (us)'\n"
 		 "set logscale y\n"
 		 "plot '%s' index 1 using 1:2 with points pt 7 ps 0.3 title 'faults'\n"
-		 "unset multiplot\n", png, data, data);
+		 "unset multiplot\n", png, data, (unsigned long long)t_resume_ns, data);
 	p = popen("gnuplot 2>&1", "w");
 	if (!p)
 		return -1;
