@@ -300,7 +300,8 @@ static void take_precopy(struct dst *d, const struct lm_frame *f)
 	const struct lm_pages *p = f->fixed;
 
 	memcpy(d->back + p->first * d->page, f->data, f->data_len);
-	for (uint64_t k = 0; k < p->count; k++)
+	/* minor mode hashes a page when it maps it; the others map at resume */
+	for (uint64_t k = 0; d->o->mode != LM_MODE_MINOR && k < p->count; k++)
 		d->recv_hash[p->first + k] = page_hash(d, f->data + k * d->page);
 }
 
@@ -711,6 +712,8 @@ static int finish(struct dst *d)
 	rep.total_ms = (double)(d->t_done - (rep.clocks_shared ? d->hello.t_start_ns :
 					     d->t_hello)) / 1e6;
 	rep.ops_before = d->sw.ops_before;
+	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
+	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
 	rep.faults = atomic_load(&d->faults);
 	rep.faults_demand = atomic_load(&d->demand);
 	latency(d, &rep);

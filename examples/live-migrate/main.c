@@ -250,13 +250,22 @@ static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *
 	return fd;
 }
 
+/*
+ * Socket buffers small enough that a receiver slower than the link (a TCG
+ * guest hashing pages) holds the sender back instead of letting megabytes
+ * queue ahead of SWITCH; accepted sockets inherit the listener's.
+ */
+#define LM_SOCKBUF (256 << 10)
+
 static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd, one = 1;
+	int fd, one = 1, buf = LM_SOCKBUF;
 
 	fd = tcp_socket(addr, &ss, &len);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
 		fprintf(stderr, "lm: cannot listen on %s: %s\n", addr, strerror(errno));
@@ -272,6 +281,8 @@ static int connect_to(const char *addr)
 	int fd, one = 1;
 
 	fd = tcp_socket(addr, &ss, &len);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ LM_SOCKBUF }, sizeof(int));
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
 		fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
 		if (fd >= 0)

@@ -25,6 +25,8 @@ static void table(const struct lm_report *r)
 	       100.0 * (double)r->stale / (double)r->npages);
 	printf("downtime             %.3f ms%s\n", r->downtime_ms,
 	       r->clocks_shared ? "" : " (clocks not shared: sum of both sides)");
+	printf("  of which           %.3f ms source pause to SWITCH sent, %.3f ms SWITCH "
+	       "received to resume\n", r->src_pause_ms, r->dst_resume_ms);
 	printf("total time           %.1f ms (precopy %.1f ms, postcopy %.1f ms)\n",
 	       r->total_ms, (double)s->t_precopy_ns / 1e6, r->postcopy_ms);
 	printf("precopy              %.2f MiB, %llu pages, %llu rounds\n",
@@ -54,10 +56,12 @@ static void json(const struct lm_report *r)
 
 	printf("{\"mode\":\"%s\",\"size\":%llu,\"page_size\":%llu,\"pages\":%llu,"
 	       "\"tracking\":\"%s\",\"stale_pages\":%llu,\"downtime_ms\":%.3f,"
+	       "\"src_pause_to_switch_ms\":%.3f,\"dst_switch_to_resume_ms\":%.3f,"
 	       "\"total_ms\":%.1f,\"postcopy_ms\":%.1f,\"precopy_ms\":%.1f,",
 	       lm_mode_name(r->mode), (unsigned long long)r->size,
 	       (unsigned long long)r->page_size, (unsigned long long)r->npages,
-	       lm_track_name(s->track), (unsigned long long)r->stale, r->downtime_ms,
+	       lm_track_name(s->track), (unsigned long long)r->stale, r->downtime_ms, r->src_pause_ms,
+	       r->dst_resume_ms,
 	       r->total_ms, r->postcopy_ms, (double)s->t_precopy_ns / 1e6);
 	printf("\"bytes\":{\"precopy\":%llu,\"paused\":%llu,\"push\":%llu,\"demand\":%llu},"
 	       "\"pages_push\":%llu,\"pages_demand\":%llu,\"requests\":%llu,\"rounds\":%llu,",
@@ -75,17 +79,18 @@ static void json(const struct lm_report *r)
 	       r->invariants_ok ? "true" : "false", r->clocks_shared ? "true" : "false");
 }
 
-#define ROW_FMT "%-17s %8s %9s %7s %8s %8s %7s %9s %9s %9s %10s %10s %-6s\n"
+#define ROW_FMT "%-17s %8s %9s %7s %8s %8s %7s %9s %9s %9s %9s %10s %10s %-6s\n"
 
 static void row(const struct lm_report *r)
 {
-	char c[13][32];
+	char c[14][32];
 
 	if (!r) {
 		printf(ROW_FMT, "mode", "stale", "downtime", "total", "paused", "push",
-		       "demand", "faults", "p50", "p99", "ops/s-bef", "ops/s-aft", "verify");
+		       "demand", "faults", "p50", "p99", "max", "ops/s-bef", "ops/s-aft",
+		       "verify");
 		printf(ROW_FMT, "", "pages", "ms", "s", "MiB", "MiB", "pages", "", "us", "us",
-		       "", "", "");
+		       "us", "", "", "");
 		return;
 	}
 	snprintf(c[0], 32, "%s", lm_mode_name(r->mode));
@@ -98,12 +103,13 @@ static void row(const struct lm_report *r)
 	snprintf(c[7], 32, "%llu", (unsigned long long)r->faults);
 	snprintf(c[8], 32, "%.0f", (double)r->lat_p50_ns / 1e3);
 	snprintf(c[9], 32, "%.0f", (double)r->lat_p99_ns / 1e3);
-	snprintf(c[10], 32, "%.0f", r->ops_before);
-	snprintf(c[11], 32, "%.0f", r->ops_after);
-	snprintf(c[12], 32, "%s", r->mismatched || !r->invariants_ok ? "FAIL" :
+	snprintf(c[10], 32, "%.0f", (double)r->lat_max_ns / 1e3);
+	snprintf(c[11], 32, "%.0f", r->ops_before);
+	snprintf(c[12], 32, "%.0f", r->ops_after);
+	snprintf(c[13], 32, "%s", r->mismatched || !r->invariants_ok ? "FAIL" :
 		 r->verify ? "ok" : "inv-ok");
 	printf(ROW_FMT, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
-	       c[11], c[12]);
+	       c[11], c[12], c[13]);
 }
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o)
