@@ -323,6 +323,8 @@ static int run_both(const struct lm_opts *o)
 		_exit(lm_dest(o, lfd));
 	close(lfd);
 	src = run_source(o, addr);
+	if (src == LM_EXIT_USAGE)
+		kill(pid, SIGTERM);	/* it would wait for a source that never comes */
 	if (waitpid(pid, &status, 0) < 0)
 		return LM_EXIT_USAGE;
 	if (src == LM_EXIT_ABORTED)

@@ -127,6 +127,41 @@ static void test_mode(const char *mode)
 }
 
 static void test_minor(void **state) { (void)state; test_mode("minor"); }
+
+/* 2 MiB pages: one stale record makes a whole huge page stale. */
+static void test_minor_hugetlb(void **state)
+{
+	char addr[64], lfd_s[16];
+	int lfd, s, d;
+	pid_t dp, sp;
+
+	(void)state;
+	if (uffdm_backing_page_size(UFFDM_HUGETLB) != 2u << 20 || access("/dev/hugepages", F_OK)) {
+		print_message("# no 2 MiB huge pages here\n");
+		skip();
+	}
+	lfd = listener(addr, sizeof(addr));
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	{
+		const char *da[] = { "dest", "--listen-fd", lfd_s, "--backing", "hugetlb",
+				     "--verify", "--size", "8M", "-q", NULL };
+		const char *sa[] = { "source", "--to", addr, "--backing", "hugetlb", "--verify",
+				     "--size", "8M", "--stale", "0.3", "--precopy", "0.2",
+				     "--after", "0.3", "-q", NULL };
+
+		dp = spawn("/tmp/lm-test-dest.err", da);
+		close(lfd);
+		sp = spawn("/tmp/lm-test-src.err", sa);
+	}
+	s = status_of(sp);
+	d = status_of(dp);
+	if (s == LM_EXIT_USAGE && file_has("/tmp/lm-test-src.err", "Cannot allocate")) {
+		print_message("# no free huge pages\n");
+		skip();
+	}
+	assert_int_equal(s, LM_EXIT_OK);
+	assert_int_equal(d, LM_EXIT_OK);
+}
 static void test_stopcopy(void **state) { (void)state; test_mode("stop-copy"); }
 static void test_missing(void **state) { (void)state; test_mode("postcopy-missing"); }
 
@@ -208,6 +243,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_minor),
+		cmocka_unit_test(test_minor_hugetlb),
 		cmocka_unit_test(test_stopcopy),
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_source_dies_minor),
