@@ -52,6 +52,7 @@ struct dst {
 	atomic_uint_fast64_t mapped, faults, demand, nsamples;
 	uint64_t *lat, *lat_t;		/* fault latency samples and when */
 	uint64_t t_resume, t_switch, t_hello, t_done, ops_resume;
+	uint64_t nstale;		/* from the stale list */
 	struct uffdm_stats hst;
 	FILE *rate_log;
 };
@@ -314,6 +315,7 @@ static void take_stale(struct dst *d, const struct lm_frame *f)
 		uint8_t want = P_UNKNOWN;
 		bool stale = bit_get(f->data, k);
 
+		d->nstale += stale;
 		if (d->o->mode == LM_MODE_MISSING) {
 			if (stale)
 				atomic_store(&d->st[i], P_STALE);
@@ -703,7 +705,7 @@ static int finish(struct dst *d)
 	rep.npages = d->npages;
 	rep.page_size = d->page;
 	rep.size = d->size;
-	rep.stale = d->sw.nstale;
+	rep.stale = d->o->mode == LM_MODE_STOPCOPY ? d->sw.nstale : d->nstale;
 	rep.verify = d->o->verify;
 	rep.clocks_shared = d->hello.boot == lm_boot_hash();
 	rep.downtime_ms = rep.clocks_shared ?

@@ -327,7 +327,7 @@ static int run_both(const struct lm_opts *o)
 		kill(pid, SIGTERM);	/* it would wait for a source that never comes */
 	if (waitpid(pid, &status, 0) < 0)
 		return LM_EXIT_USAGE;
-	if (src == LM_EXIT_ABORTED)
+	if (src == LM_EXIT_ABORTED || src == LM_EXIT_USAGE)
 		return src;
 	if (!WIFEXITED(status)) {
 		fprintf(stderr, "lm: the destination died (signal %d)\n", WTERMSIG(status));

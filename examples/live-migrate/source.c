@@ -33,6 +33,7 @@ struct src {
 	struct lm_done st;
 	pthread_t urg_tid;
 	bool urg_running;
+	atomic_int stale_ready;		/* 1: state[] is final; -1: it never will be */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
 };
@@ -51,12 +52,26 @@ static int send_run(struct src *s, uint64_t first, unsigned int count, unsigned 
 	return lm_send(&s->m, LM_PAGES, flags, &p, s->back + first * s->page, count * s->page);
 }
 
+/* A progress line each second while pages go out. */
+static void progress(struct src *s, uint64_t i, uint64_t *t_last)
+{
+	uint64_t now = lm_now_ns();
+
+	if (s->o->quiet || now - *t_last < 1000000000ull)
+		return;
+	*t_last = now;
+	lm_msg(s->o, "source: %5.1f s: at page %llu of %llu, %.1f MiB sent, workload %.0f ops/s\n",
+	       (double)(now - s->t_start) / 1e9, (unsigned long long)i,
+	       (unsigned long long)s->npages, (double)s->m.tx_bytes / 1048576.0,
+	       (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 / (double)(now - s->t_start));
+}
+
 /* Send the pages whose bit is set (all when bitmap is NULL), in runs. */
 static int send_pages(struct src *s, const uint8_t *bitmap, unsigned int flags, uint64_t *bytes,
 		      uint64_t *pages)
 {
 	unsigned int max = per_frame(s);
-	uint64_t i = 0;
+	uint64_t i = 0, t_last = lm_now_ns();
 
 	while (i < s->npages) {
 		unsigned int n = 0;
@@ -74,6 +89,7 @@ static int send_pages(struct src *s, const uint8_t *bitmap, unsigned int flags, 
 		*bytes += (uint64_t)n * s->page;
 		*pages += n;
 		i += n;
+		progress(s, i, &t_last);
 	}
 	return 0;
 }
@@ -127,11 +143,10 @@ static int precopy(struct src *s)
 	return ret;
 }
 
-/* Stop the workload for good and take the stale set. */
-static int pause_workload(struct src *s)
+/* Stop the workload for good. */
+static void pause_workload(struct src *s)
 {
 	uint64_t now;
-	int ret;
 
 	now = lm_now_ns();
 	s->ops_before = (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 /
@@ -140,15 +155,31 @@ static int pause_workload(struct src *s)
 	s->t_pause = lm_now_ns();
 	wl_pause(&s->wl);
 	s->st.t_precopy_ns = s->t_pause - s->t_start;
+}
+
+/*
+ * The last dirty collection: O(memory).  Minor mode does it after SWITCH,
+ * so it is not downtime; the urgent server holds its answers until then.
+ */
+static int take_stale(struct src *s)
+{
+	int ret;
+
 	memset(s->dirty, 0, (s->npages + 7) / 8);
 	ret = lm_track_collect(&s->tr, s->dirty, true);
-	if (ret)
-		return ret;
-	for (uint64_t i = 0; i < s->npages; i++)
+	for (uint64_t i = 0; !ret && i < s->npages; i++)
 		if (bit_get(s->dirty, i)) {
 			s->state[i] = S_STALE;
 			s->nstale++;
 		}
+	atomic_store(&s->stale_ready, ret ? -1 : 1);
+	if (ret) {
+		fprintf(stderr, "lm: source: dirty tracking failed: %s\n", strerror(-ret));
+		return ret;
+	}
+	lm_msg(s->o, "source: paused, %llu of %llu pages stale (%s tracking)\n",
+	       (unsigned long long)s->nstale, (unsigned long long)s->npages,
+	       lm_track_name(s->tr.kind));
 	return 0;
 }
 
@@ -195,6 +226,11 @@ static void *urgent_server(void *p)
 
 	while (!lm_recv(&s->urg, &s->g, &f)) {
 		struct lm_resp r;
+
+		while (!atomic_load(&s->stale_ready))
+			usleep(20);
+		if (atomic_load(&s->stale_ready) < 0)
+			break;
 		uint8_t want = S_STALE;
 
 		if (f.h.type != LM_REQ)
@@ -314,9 +350,6 @@ static int postcopy(struct src *s)
 	int ret = 0;
 
 	if (s->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
-			return -EAGAIN;
-		s->urg_running = true;
 		ret = send_stale_list(s, s->o->mode == LM_MODE_MISSING ? &s->st.bytes_paused :
 				      &s->st.bytes_push);
 		inject(s, "die-postcopy");
@@ -354,14 +387,9 @@ static int migrate(struct src *s)
 		ret = precopy(s);
 	if (ret)
 		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
-	ret = pause_workload(s);
-	if (ret) {
-		fprintf(stderr, "lm: source: dirty tracking failed: %s\n", strerror(-ret));
+	pause_workload(s);
+	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
 		return abort_locally(s, "dirty tracking failed");
-	}
-	lm_msg(s->o, "source: paused, %llu of %llu pages stale (%s tracking)\n",
-	       (unsigned long long)s->nstale, (unsigned long long)s->npages,
-	       lm_track_name(s->tr.kind));
 	if (s->o->mode == LM_MODE_STOPCOPY) {
 		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
 				 &s->st.pages_paused);
@@ -374,7 +402,16 @@ static int migrate(struct src *s)
 	} else if ((ret = send_switch(s))) {
 		return abort_locally(s, s->m.err);
 	}
-	ret = postcopy(s);
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+			return LM_EXIT_USAGE;
+		s->urg_running = true;
+	}
+	/* past SWITCH the destination may run: no local resume any more */
+	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
+		ret = -EIO;
+	if (!ret)
+		ret = postcopy(s);
 	if (ret) {
 		fprintf(stderr, "lm: source: destination lost after the switch-over: %s\n",
 			s->m.err[0] ? s->m.err : strerror(-ret));
