@@ -38,4 +38,20 @@ $LM row-header | while IFS= read -r line; do demo "$line"; done
 while IFS= read -r line; do demo "$line"; done <"$rows"
 awk '$1 == "minor" { m = $3 } $1 == "stop-copy" { s = $3 } $1 == "postcopy-missing" { p = $3 }
 	END { if (m > 0) printf "K513-DEMO downtime ratios: stop-copy/minor %.1fx, postcopy-missing/minor %.1fx\n", s / m, p / m }' "$rows"
+
+# The sweep: does minor-mode downtime stay flat as memory and the stale
+# fraction grow?  Every run verifies every page.
+demo ""
+demo "sweep: memory x stale fraction at 1 Gbit/s, 100 us RTT (downtime in ms)"
+echo "K513-BEGIN lm-bench"
+timeout 240 /opt/k513/bin/lm-bench --sizes 64M,256M --stale 0.01,0.1,0.3 --bandwidth 1G \
+	--precopy 0.5 --after 0.3 </dev/null >/tmp/lm-bench 2>&1
+rc=$?
+while IFS= read -r line; do demo "$line"; done </tmp/lm-bench
+if [ "$rc" -eq 0 ]; then
+	echo "K513-RESULT live-migrate bench-sweep PASS"
+else
+	echo "K513-RESULT live-migrate bench-sweep FAIL exit status $rc"
+fi | tee -a "$RESULTS"
+echo "K513-END lm-bench rc=$rc"
 finish
