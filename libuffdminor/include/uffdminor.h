@@ -87,6 +87,7 @@ int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len);
 
 #define UFFDM_REGISTER_MISSING	(1u << 0) /* also MISSING faults */
 #define UFFDM_REGISTER_WP	(1u << 1) /* also write-protect faults */
+#define UFFDM_REGISTER_NO_MINOR	(1u << 2) /* without MINOR: MISSING and/or WP only */
 
 int uffdm_range_register(struct uffdm *u, void *addr, size_t len, unsigned int flags,
 			 uint64_t *ioctls);

@@ -42,10 +42,22 @@ int uffdm_range_register(struct uffdm *u, void *addr, size_t len, unsigned int f
 			 uint64_t *ioctls)
 {
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MINOR };
+	uint64_t need = (uint64_t)1 << _UFFDIO_CONTINUE;
 	int ret;
 
-	if (!u || (flags & ~(UFFDM_REGISTER_MISSING | UFFDM_REGISTER_WP)))
+	if (!u || (flags & ~(UFFDM_REGISTER_MISSING | UFFDM_REGISTER_WP |
+			     UFFDM_REGISTER_NO_MINOR)))
 		return -EINVAL;
+	/*
+	 * Without MINOR: a missing-fault server (QEMU-style postcopy) or a
+	 * write tracker must not see minor faults on pages already cached.
+	 */
+	if (flags & UFFDM_REGISTER_NO_MINOR) {
+		if (!(flags & (UFFDM_REGISTER_MISSING | UFFDM_REGISTER_WP)))
+			return -EINVAL;
+		reg.mode = 0;
+		need = 0;
+	}
 	ret = uffdm__check_range(addr, len);
 	if (ret)
 		return ret;
@@ -61,7 +73,7 @@ int uffdm_range_register(struct uffdm *u, void *addr, size_t len, unsigned int f
 	 * Test only the bit we need: kernels add ioctl bits (6.6 added
 	 * POISON) and a mask compared whole would break on each of them.
 	 */
-	if (!(reg.ioctls & ((uint64_t)1 << _UFFDIO_CONTINUE))) {
+	if ((reg.ioctls & need) != need) {
 		uffd_ioctl(u, UFFDIO_UNREGISTER, &reg.range);
 		return -EOPNOTSUPP;
 	}

@@ -44,6 +44,26 @@ static void test_register_wp(void **state)
 	put_uffd(u);
 }
 
+/* MISSING without MINOR: a cached page is mapped with no fault at all. */
+static void test_register_no_minor(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm *u = open_uffd(0, 0);
+	struct uffdm_region *r = make_region(mc, 2);
+	uint64_t ioctls = 0;
+
+	assert_int_equal(uffdm_region_register(u, r, UFFDM_REGISTER_NO_MINOR, NULL), -EINVAL);
+	assert_int_equal(uffdm_region_populate(r, 0, uffdm_region_page_size(r)), 0);
+	assert_int_equal(uffdm_region_register(u, r, UFFDM_REGISTER_MISSING |
+					       UFFDM_REGISTER_NO_MINOR, &ioctls), 0);
+	assert_true(ioctls & (1ull << _UFFDIO_COPY));
+	/* would block forever on a minor fault with nobody serving it */
+	assert_int_equal(*(volatile char *)uffdm_region_view(r), 0);
+	assert_int_equal(uffdm_region_unregister(u, r), 0);
+	put_region(r);
+	put_uffd(u);
+}
+
 /* Minor faults need a page cache: anonymous memory has none. */
 static void test_register_anon_refused(void **state)
 {
@@ -67,6 +87,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		CROSS(test_register_minor),
 		CROSS(test_register_wp),
+		CROSS(test_register_no_minor),
 		CROSS(test_register_anon_refused),
 	};
 

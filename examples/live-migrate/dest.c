@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The destination: take the precopy stream into the backing view, and at
+ * the switch-over run the workload on the other view at once.
+ *
+ * Page states (minor mode): UNKNOWN (precopy content, maybe stale), STALE
+ * (fresh copy on its way), FRESH (backing holds the content at pause),
+ * MAPPING (one thread is mapping it), MAPPED.  Only FRESH pages are ever
+ * mapped, and only by the thread that moved them to MAPPING, so a page is
+ * hashed for --verify exactly as the workload first sees it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "lm.h"
+
+enum { P_UNKNOWN, P_STALE, P_FRESH, P_MAPPING, P_MAPPED };
+
+#define MAX_SAMPLES (1u << 20)
+
+struct dst {
+	const struct lm_opts *o;
+	struct lm_hello hello;
+	struct lm_switch sw;
+	struct lm_done done;
+	struct uffdm_region *r;
+	uint8_t *view, *back;
+	size_t size, page;
+	uint64_t npages;
+	struct lm_geom g;
+	struct lm_link link;
+	struct lm_conn m, urg;
+	_Atomic uint8_t *st;
+	_Atomic uint8_t *reqd;
+	uint64_t *recv_hash, *vis_hash, *src_hash, *fault_t0;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	atomic_int dead, stop;
+	char dead_msg[200];
+	struct uffdm *u;
+	struct uffdm_handler *h;
+	struct workload wl;
+	pthread_t urg_tid, walk_tid, fault_tid, sample_tid;
+	bool urg_running, walk_running, fault_running, sample_running;
+	atomic_uint_fast64_t mapped, faults, demand, nsamples;
+	uint64_t *lat, *lat_t;		/* fault latency samples and when */
+	uint64_t t_resume, t_switch, t_hello, t_done, ops_resume;
+	uint64_t nstale;		/* from the stale list */
+	struct uffdm_stats hst;
+	FILE *rate_log;
+};
+
+static void wake_all(struct dst *d)
+{
+	pthread_mutex_lock(&d->lock);
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void set_dead(struct dst *d, const char *why)
+{
+	pthread_mutex_lock(&d->lock);
+	if (!atomic_load(&d->dead) && !atomic_load(&d->stop)) {
+		snprintf(d->dead_msg, sizeof(d->dead_msg), "%s", why);
+		atomic_store(&d->dead, 1);
+	}
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void mark_mapped(struct dst *d, uint64_t i, uint64_t hash)
+{
+	d->vis_hash[i] = hash;
+	atomic_store(&d->st[i], P_MAPPED);
+	atomic_fetch_add(&d->mapped, 1);
+}
+
+static void sample(struct dst *d, uint64_t i)
+{
+	uint64_t t0 = d->fault_t0 ? __atomic_load_n(&d->fault_t0[i], __ATOMIC_RELAXED) : 0;
+	uint64_t n, now;
+
+	if (!t0)
+		return;
+	now = lm_now_ns();
+	n = atomic_fetch_add(&d->nsamples, 1);
+	if (n < MAX_SAMPLES) {
+		d->lat[n] = now - t0;
+		d->lat_t[n] = now;
+	}
+}
+
+static uint64_t page_hash(struct dst *d, const void *p)
+{
+	return d->o->verify ? lm_hash(p, d->page) : 0;
+}
+
+/* Fresh content for page i arrived (push or urgent answer). */
+static int take_page(struct dst *d, uint64_t i, const uint8_t *data)
+{
+	uint8_t s = atomic_load(&d->st[i]);
+
+	if (s != P_UNKNOWN && s != P_STALE) {
+		set_dead(d, "protocol error: a page was sent twice");
+		return -EBADMSG;
+	}
+	if (d->o->mode == LM_MODE_MISSING) {
+		ssize_t n = uffdm_copy(d->u, d->view + i * d->page, data, d->page, 0);
+
+		if (n < 0 && n != -EEXIST)
+			return (int)n;
+		sample(d, i);
+		mark_mapped(d, i, page_hash(d, data));
+		return 0;
+	}
+	memcpy(d->back + i * d->page, data, d->page);
+	atomic_store(&d->st[i], P_FRESH);
+	return 0;
+}
+
+/* ---- minor mode: mapping ---------------------------------------------- */
+
+static bool claim(struct dst *d, uint64_t i)
+{
+	uint8_t want = P_FRESH;
+
+	return atomic_compare_exchange_strong(&d->st[i], &want, P_MAPPING);
+}
+
+/* Map pages [i, i+n), all claimed by us. */
+static int map_run(struct dst *d, uint64_t i, uint64_t n)
+{
+	struct uffdm_event spill[4];
+	unsigned int nspill = 0;
+	int ret;
+
+	for (uint64_t k = i; k < i + n; k++)
+		d->vis_hash[k] = page_hash(d, d->back + k * d->page);
+	ret = uffdm_resolve(d->u, d->view + i * d->page, n * d->page, spill, 4, &nspill);
+	for (uint64_t k = i; k < i + n; k++)
+		mark_mapped(d, k, d->vis_hash[k]);
+	wake_all(d);	/* a fault may wait for a page we held in MAPPING */
+	return ret < 0 ? ret : 0;
+}
+
+/* Proactive CONTINUE: map every FRESH page ahead of the workload. */
+static void *walker(void *p)
+{
+	struct dst *d = p;
+
+	while (!atomic_load(&d->stop) && atomic_load(&d->mapped) < d->npages) {
+		bool progress = false;
+
+		for (uint64_t i = 0; i < d->npages && !atomic_load(&d->stop); ) {
+			uint64_t n = 0;
+
+			while (i + n < d->npages && n < 64 && claim(d, i + n))
+				n++;
+			if (!n) {
+				i++;
+				continue;
+			}
+			if (map_run(d, i, n)) {
+				set_dead(d, "UFFDIO_CONTINUE failed in the background mapper");
+				return NULL;
+			}
+			progress = true;
+			i += n;
+		}
+		if (!progress)
+			usleep(500);
+	}
+	return NULL;
+}
+
+static int request(struct dst *d, uint64_t i)
+{
+	uint8_t no = 0;
+	struct lm_req r = { .page = i };
+
+	if (!atomic_compare_exchange_strong(&d->reqd[i], &no, 1))
+		return 0;
+	atomic_fetch_add(&d->demand, 1);
+	return lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0);
+}
+
+/* Handler callback: make page right through the backing view. */
+static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
+		       const struct uffdm_event *ev)
+{
+	struct dst *d = arg;
+	uint64_t i = off / d->page;
+
+	(void)r;
+	(void)ev;
+	atomic_fetch_add(&d->faults, 1);
+	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
+	for (;;) {
+		uint8_t s = atomic_load(&d->st[i]);
+
+		if (s == P_MAPPED)
+			break;
+		if (s == P_FRESH && claim(d, i)) {
+			mark_mapped(d, i, page_hash(d, d->back + i * d->page));
+			break;
+		}
+		if (atomic_load(&d->dead))
+			return -EIO;	/* never show the precopy copy */
+		if ((s == P_UNKNOWN || s == P_STALE) && request(d, i)) {
+			set_dead(d, d->urg.err);
+			return -EIO;
+		}
+		pthread_mutex_lock(&d->lock);
+		if (atomic_load(&d->st[i]) == s && !atomic_load(&d->dead)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	sample(d, i);
+	return 0;
+}
+
+/* ---- postcopy-missing: fault loop ---------------------------------------- */
+
+static void *missing_faults(void *p)
+{
+	struct dst *d = p;
+	struct uffdm_event ev[16];
+
+	while (!atomic_load(&d->stop)) {
+		struct pollfd pf = { .fd = uffdm_fd(d->u), .events = POLLIN };
+		int n;
+
+		if (poll(&pf, 1, 50) <= 0)
+			continue;
+		n = uffdm_events_read(d->u, ev, 16, UFFDM_READ_NONBLOCK);
+		for (int k = 0; k < n; k++) {
+			uint64_t i = (ev[k].addr - (uintptr_t)d->view) / d->page;
+
+			if (ev[k].kind != UFFDM_EVENT_MISSING || i >= d->npages)
+				continue;
+			atomic_fetch_add(&d->faults, 1);
+			if (atomic_load(&d->st[i]) == P_MAPPED) {
+				uffdm_wake(d->u, d->view + i * d->page, d->page);
+				continue;
+			}
+			__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
+			/* the copy of the answer, or of the push, wakes it */
+			if (request(d, i))
+				set_dead(d, d->urg.err);
+		}
+	}
+	return NULL;
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+static void *urgent_rx(void *p)
+{
+	struct dst *d = p;
+	struct lm_frame f;
+
+	while (!lm_recv(&d->urg, &d->g, &f)) {
+		const struct lm_resp *r = f.fixed;
+		uint8_t want = P_UNKNOWN;
+
+		if (f.h.type != LM_RESP) {
+			snprintf(d->urg.err, sizeof(d->urg.err), "urgent connection: unexpected "
+				 "%s frame", lm_type_name(f.h.type));
+			break;
+		}
+		if (r->status == LM_RESP_DATA && take_page(d, r->page, f.data))
+			break;
+		if (r->status == LM_RESP_CLEAN)
+			atomic_compare_exchange_strong(&d->st[r->page], &want, P_FRESH);
+		if (r->status == LM_RESP_PUSHED)
+			atomic_compare_exchange_strong(&d->st[r->page], &want, P_STALE);
+		wake_all(d);
+	}
+	set_dead(d, d->urg.err);
+	return NULL;
+}
+
+static void take_precopy(struct dst *d, const struct lm_frame *f)
+{
+	const struct lm_pages *p = f->fixed;
+
+	memcpy(d->back + p->first * d->page, f->data, f->data_len);
+	/* minor mode hashes a page when it maps it; the others map at resume */
+	for (uint64_t k = 0; d->o->mode != LM_MODE_MINOR && k < p->count; k++)
+		d->recv_hash[p->first + k] = page_hash(d, f->data + k * d->page);
+}
+
+static void take_stale(struct dst *d, const struct lm_frame *f)
+{
+	const struct lm_stale *s = f->fixed;
+
+	for (uint64_t k = 0; k < s->nbits; k++) {
+		uint64_t i = s->first + k;
+		uint8_t want = P_UNKNOWN;
+		bool stale = bit_get(f->data, k);
+
+		d->nstale += stale;
+		if (d->o->mode == LM_MODE_MISSING) {
+			if (stale)
+				atomic_store(&d->st[i], P_STALE);
+			else
+				mark_mapped(d, i, d->recv_hash[i]);
+			continue;
+		}
+		atomic_compare_exchange_strong(&d->st[i], &want, stale ? P_STALE : P_FRESH);
+	}
+}
+
+/* Pushed pages: take them, and in minor mode map them right away. */
+static int take_push(struct dst *d, const struct lm_frame *f)
+{
+	const struct lm_pages *p = f->fixed;
+
+	for (uint64_t k = 0; k < p->count; k++) {
+		int ret = take_page(d, p->first + k, f->data + k * d->page);
+
+		if (ret)
+			return ret;
+		if (d->o->mode == LM_MODE_MINOR && claim(d, p->first + k) &&
+		    map_run(d, p->first + k, 1))
+			return -EIO;
+	}
+	wake_all(d);
+	return 0;
+}
+
+static int bad_frame(struct dst *d, const struct lm_frame *f, const char *phase)
+{
+	snprintf(d->m.err, sizeof(d->m.err), "main connection: unexpected %s frame %s",
+		 lm_type_name(f->h.type), phase);
+	return -EBADMSG;
+}
+
+static void inject(const struct dst *d, const char *what)
+{
+	if (d->o->inject && !strcmp(d->o->inject, what)) {
+		fprintf(stderr, "lm: destination: injected death (%s)\n", what);
+		_exit(9);
+	}
+}
+
+/* Until SWITCH: precopy (and stop-copy) pages into the backing view. */
+static int receive_precopy(struct dst *d)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&d->m, &d->g, &f))) {
+		switch (f.h.type) {
+		case LM_PAGES:
+			if (f.h.flags & LM_F_PUSH)
+				return bad_frame(d, &f, "before the switch-over");
+			take_precopy(d, &f);
+			inject(d, "die-precopy");
+			break;
+		case LM_ROUND:
+			break;
+		case LM_SWITCH:
+			d->t_switch = lm_now_ns();
+			d->sw = *(const struct lm_switch *)f.fixed;
+			return 0;
+		default:
+			return bad_frame(d, &f, "during precopy");
+		}
+	}
+	return ret;
+}
+
+/* postcopy-missing: the stale list comes before the resume. */
+static int receive_stale_list(struct dst *d)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&d->m, &d->g, &f))) {
+		if (f.h.type != LM_STALE)
+			return bad_frame(d, &f, "instead of the stale list");
+		take_stale(d, &f);
+		if (f.h.flags & LM_F_LAST)
+			break;
+	}
+	if (ret)
+		return ret;
+	/* drop the stale pages so their first touch is a missing fault */
+	for (uint64_t i = 0; i < d->npages; ) {
+		uint64_t n = 0;
+
+		while (i + n < d->npages && atomic_load(&d->st[i + n]) == P_STALE)
+			n++;
+		if (!n) {
+			i++;
+			continue;
+		}
+		ret = uffdm_region_discard(d->r, i * d->page, n * d->page);
+		if (ret)
+			return ret;
+		i += n;
+	}
+	return 0;
+}
+
+/* After resume: stale list, pushes, hashes, DONE. */
+static int receive_postcopy(struct dst *d)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&d->m, &d->g, &f))) {
+		switch (f.h.type) {
+		case LM_STALE:
+			take_stale(d, &f);
+			wake_all(d);
+			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR) {
+				if (pthread_create(&d->walk_tid, NULL, walker, d))
+					return -EAGAIN;
+				d->walk_running = true;
+			}
+			break;
+		case LM_PAGES:
+			if (!(f.h.flags & LM_F_PUSH))
+				return bad_frame(d, &f, "after the switch-over");
+			ret = take_push(d, &f);
+			if (ret)
+				return ret;
+			break;
+		case LM_HASHES: {
+			const struct lm_hashes *h = f.fixed;
+
+			memcpy(d->src_hash + h->first, f.data, f.data_len);
+			break;
+		}
+		case LM_DONE:
+			d->done = *(const struct lm_done *)f.fixed;
+			return 0;
+		default:
+			return bad_frame(d, &f, "after the switch-over");
+		}
+	}
+	return ret;
+}
+
+/* ---- switch-over ------------------------------------------------------------ */
+
+static int start_minor(struct dst *d)
+{
+	uint64_t f = d->hello.backing == UFFDM_SHMEM ? UFFD_FEATURE_MINOR_SHMEM :
+		     UFFD_FEATURE_MINOR_HUGETLBFS;
+	struct uffdm_handler_config cfg = {
+		.threads = d->o->handler_threads, .fault = minor_fault, .arg = d,
+	};
+	int ret = uffdm_open(&d->u, 0, f);
+
+	if (!ret)
+		ret = uffdm_region_register(d->u, d->r, 0, NULL);
+	if (!ret)
+		ret = uffdm_handler_start(&d->h, d->u, d->r, &cfg);
+	return ret;
+}
+
+static int start_missing(struct dst *d)
+{
+	uint64_t f = d->hello.backing == UFFDM_SHMEM ? UFFD_FEATURE_MISSING_SHMEM :
+		     UFFD_FEATURE_MISSING_HUGETLBFS;
+	int ret = uffdm_open(&d->u, UFFDM_OPEN_NONBLOCK, f);
+
+	if (!ret)
+		ret = uffdm_region_register(d->u, d->r, UFFDM_REGISTER_MISSING |
+					    UFFDM_REGISTER_NO_MINOR, NULL);
+	if (!ret && pthread_create(&d->fault_tid, NULL, missing_faults, d))
+		ret = -EAGAIN;
+	if (!ret)
+		d->fault_running = true;
+	return ret;
+}
+
+/*
+ * Nobody touches the view before the switch-over, so both postcopy modes
+ * register it and start their fault threads during precopy: none of that
+ * is downtime.
+ */
+static int prepare_postcopy(struct dst *d)
+{
+	if (d->o->mode == LM_MODE_MINOR)
+		return start_minor(d);
+	if (d->o->mode == LM_MODE_MISSING)
+		return start_missing(d);
+	return 0;
+}
+
+static int resume(struct dst *d)
+{
+	struct wl_hdr hdr;
+	struct lm_resumed rs;
+	int ret = 0;
+
+	/* before any discard: a read of a punched hole would fill it */
+	memcpy(&hdr, d->back, sizeof(hdr));
+	if (d->o->mode == LM_MODE_STOPCOPY)
+		for (uint64_t i = 0; i < d->npages; i++)
+			mark_mapped(d, i, d->recv_hash[i]);
+	else if (d->o->mode == LM_MODE_MISSING)
+		ret = receive_stale_list(d);
+	if (ret)
+		return ret;
+	if (d->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+			return -EAGAIN;
+		d->urg_running = true;
+	}
+	d->wl.rate = d->o->wl.rate;
+	ret = wl_start(&d->wl, d->view, d->size, (const uint8_t *)&hdr);
+	if (ret)
+		return ret;
+	d->t_resume = lm_now_ns();
+	rs.t_resume_ns = d->t_resume;
+	/* never touch the view here: this thread receives the pushes */
+	d->ops_resume = d->sw.ops_total;
+	return lm_send(&d->m, LM_RESUMED, 0, &rs, NULL, 0);
+}
+
+/* ---- end ------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void latency(struct dst *d, struct lm_report *rep)
+{
+	uint64_t n = atomic_load(&d->nsamples);
+	uint64_t *s;
+
+	if (n > MAX_SAMPLES)
+		n = MAX_SAMPLES;
+	if (d->o->mode == LM_MODE_MINOR && d->hst.minor) {
+		/* the library's read-to-wake clock: the whole fault */
+		rep->lat_p50_ns = d->hst.p50_ns;
+		rep->lat_p99_ns = d->hst.p99_ns;
+		rep->lat_max_ns = d->hst.max_ns;
+		return;
+	}
+	if (!n || !(s = malloc(n * 8)))
+		return;
+	memcpy(s, d->lat, n * 8);
+	qsort(s, n, 8, cmp_u64);
+	rep->lat_p50_ns = s[n / 2];
+	rep->lat_p99_ns = s[n * 99 / 100];
+	rep->lat_max_ns = s[n - 1];
+	free(s);
+}
+
+static void write_plot_data(struct dst *d, const char *path)
+{
+	FILE *f = fopen(path, "a");
+	uint64_t n = atomic_load(&d->nsamples);
+
+	if (!f)
+		return;
+	fprintf(f, "\n\n# fault latency: seconds since resume, microseconds\n");
+	for (uint64_t k = 0; k < n && k < MAX_SAMPLES; k++)
+		fprintf(f, "%.6f %.1f\n", (double)(d->lat_t[k] - d->t_resume) / 1e9,
+			(double)d->lat[k] / 1e3);
+	fclose(f);
+}
+
+static void *rate_sampler(void *p)
+{
+	struct dst *d = p;
+	uint64_t last = 0, t_last = lm_now_ns();
+
+	fprintf(d->rate_log, "# CLOCK_MONOTONIC ns, MB/s received\n");
+	while (!atomic_load(&d->stop)) {
+		uint64_t now, b;
+
+		usleep(20000);
+		now = lm_now_ns();
+		b = d->m.rx_bytes + d->urg.rx_bytes;
+		fprintf(d->rate_log, "%llu %.2f\n", (unsigned long long)now,
+			(double)(b - last) / ((double)(now - t_last) / 1e9) / 1e6);
+		last = b;
+		t_last = now;
+	}
+	return NULL;
+}
+
+static void stop_threads(struct dst *d)
+{
+	atomic_store(&d->stop, 1);
+	wake_all(d);
+	if (d->walk_running)
+		pthread_join(d->walk_tid, NULL);
+	if (d->fault_running)
+		pthread_join(d->fault_tid, NULL);
+	if (d->h)
+		uffdm_handler_stop(d->h, &d->hst);
+	d->h = NULL;
+	if (d->urg_running) {
+		shutdown(d->urg.fd, SHUT_RDWR);
+		pthread_join(d->urg_tid, NULL);
+	}
+	if (d->sample_running)
+		pthread_join(d->sample_tid, NULL);
+	d->walk_running = d->fault_running = d->urg_running = d->sample_running = false;
+}
+
+/* The source is gone mid-postcopy: stop the workload, show nothing stale. */
+static int source_lost(struct dst *d, const char *why)
+{
+	set_dead(d, why);
+	/*
+	 * Minor mode: the handler fails every fault (SIGBUS or poison), so
+	 * each thread stops and is joined.  Missing mode has no such path on
+	 * 6.1: a thread asleep in a missing fault stays there, so only tell
+	 * the threads to stop and leave.
+	 */
+	if (d->o->mode == LM_MODE_MISSING)
+		atomic_store(&d->wl.quit, 1);
+	else
+		wl_stop(&d->wl);
+	fprintf(stderr, "lm: destination: source lost during postcopy (%s); workload stopped "
+		"with %llu of %llu pages mapped%s\n", d->dead_msg,
+		(unsigned long long)atomic_load(&d->mapped), (unsigned long long)d->npages,
+		atomic_load(&d->wl.failed) ? ", a thread got SIGBUS on a page it could not have" :
+		"");
+	/* threads blocked in missing faults cannot be woken: leave now */
+	fflush(NULL);
+	_exit(LM_EXIT_SOURCE_LOST);
+}
+
+static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < d->npages; i++) {
+		if (d->vis_hash[i] == d->src_hash[i])
+			continue;
+		if (bad++ < 5)
+			fprintf(stderr, "lm: VERIFY: page %llu differs from the source's at pause\n",
+				(unsigned long long)i);
+	}
+	rep->verified = d->npages - bad;
+	return bad;
+}
+
+static int finish(struct dst *d)
+{
+	struct lm_report rep = { 0 };
+	uint64_t t_end;
+	char err[160];
+	int rc = LM_EXIT_OK;
+
+	while (atomic_load(&d->mapped) < d->npages && !atomic_load(&d->dead))
+		usleep(200);
+	if (atomic_load(&d->dead))
+		return source_lost(d, d->dead_msg);
+	d->t_done = lm_now_ns();
+	rep.postcopy_ms = (double)(d->t_done - d->t_resume) / 1e6;
+	lm_sleep_until(d->t_resume + (uint64_t)(d->o->after_s * 1e9));
+	wl_pause(&d->wl);
+	t_end = lm_now_ns();
+	rep.ops_after = (double)(wl_ops(&d->wl) - d->ops_resume) * 1e9 /
+			(double)(t_end - d->t_resume);
+	stop_threads(d);
+	wl_stop(&d->wl);
+	if (atomic_load(&d->wl.failed)) {
+		fprintf(stderr, "lm: destination: a workload thread got SIGBUS\n");
+		rc = LM_EXIT_VERIFY;
+	}
+	rep.invariants_ok = !wl_check(d->view, d->size, err, sizeof(err));
+	if (!rep.invariants_ok) {
+		fprintf(stderr, "lm: VERIFY: workload invariant broken after resume: %s\n", err);
+		rc = LM_EXIT_VERIFY;
+	}
+	if (d->o->verify && (rep.mismatched = verify_pages(d, &rep))) {
+		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
+			(unsigned long long)rep.mismatched);
+		rc = LM_EXIT_VERIFY;
+	}
+	lm_send(&d->m, LM_FIN, 0, NULL, NULL, 0);
+	rep.mode = d->o->mode;
+	rep.src = d->done;
+	rep.npages = d->npages;
+	rep.page_size = d->page;
+	rep.size = d->size;
+	rep.stale = d->o->mode == LM_MODE_STOPCOPY ? d->sw.nstale : d->nstale;
+	rep.verify = d->o->verify;
+	rep.clocks_shared = d->hello.boot == lm_boot_hash();
+	rep.downtime_ms = rep.clocks_shared ?
+		(double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
+		(double)(d->sw.t_send_ns - d->sw.t_pause_ns + d->t_resume - d->t_switch) / 1e6;
+	rep.total_ms = (double)(d->t_done - (rep.clocks_shared ? d->hello.t_start_ns :
+					     d->t_hello)) / 1e6;
+	rep.ops_before = d->sw.ops_before;
+	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
+	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
+	rep.faults = atomic_load(&d->faults);
+	rep.faults_demand = atomic_load(&d->demand);
+	latency(d, &rep);
+	lm_report_print(&rep, d->o);
+	if (d->o->plot) {
+		char data[4096];
+
+		snprintf(data, sizeof(data), "%s.dat", d->o->plot);
+		fclose(d->rate_log);
+		d->rate_log = NULL;
+		write_plot_data(d, data);
+		if (lm_report_plot(d->o->plot, data, d->t_resume))
+			fprintf(stderr, "lm: --plot: gnuplot failed; the data is in %s\n", data);
+	}
+	return rc;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int accept_hello(struct dst *d, int lfd, struct lm_conn *c, const char *name,
+			bool urgent)
+{
+	struct lm_geom none = { 0 };
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	struct lm_frame f;
+	int fd, ret;
+
+	if (poll(&p, 1, d->o->timeout_ms) <= 0) {
+		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name,
+			d->o->timeout_ms);
+		return -ETIMEDOUT;
+	}
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	ret = lm_conn_init(c, fd, name, &d->link, urgent ? 0 : d->o->timeout_ms);
+	if (ret)
+		return ret;
+	c->timeout_ms = d->o->timeout_ms;
+	ret = lm_recv(c, urgent ? &d->g : &none, &f);
+	if (!ret && (f.h.type != LM_HELLO || !!(f.h.flags & LM_F_URGENT) != urgent)) {
+		snprintf(c->err, sizeof(c->err), "%s connection: expected HELLO%s, got %s",
+			 name, urgent ? " (urgent)" : "", lm_type_name(f.h.type));
+		ret = -EBADMSG;
+	}
+	if (ret) {
+		fprintf(stderr, "lm: destination: %s\n", c->err);
+		return ret;
+	}
+	if (!urgent)
+		d->hello = *(const struct lm_hello *)f.fixed;
+	if (urgent)
+		c->timeout_ms = 0;	/* idle until the switch-over */
+	return 0;
+}
+
+static int setup(struct dst *d)
+{
+	int ret;
+
+	d->t_hello = lm_now_ns();
+	if (d->hello.mode != d->o->mode || d->hello.backing > UFFDM_HUGETLB_1G) {
+		fprintf(stderr, "lm: destination: the source asks for mode %s, backing %u; "
+			"this destination runs %s\n", lm_mode_name(d->hello.mode),
+			d->hello.backing, lm_mode_name(d->o->mode));
+		return -EINVAL;
+	}
+	ret = uffdm_region_create(&d->r, d->hello.backing, d->hello.size);
+	if (ret || uffdm_region_page_size(d->r) != d->hello.page_size) {
+		fprintf(stderr, "lm: destination: cannot create a matching %llu-byte region: %s\n",
+			(unsigned long long)d->hello.size, ret ? strerror(-ret) : "page size");
+		return ret ? ret : -EINVAL;
+	}
+	d->view = uffdm_region_view(d->r);
+	d->back = uffdm_region_backing(d->r);
+	d->size = d->hello.size;
+	d->page = d->hello.page_size;
+	d->npages = d->size / d->page;
+	d->g = (struct lm_geom){ .npages = d->npages, .page_size = (uint32_t)d->page };
+	d->st = calloc(d->npages, 1);
+	d->reqd = calloc(d->npages, 1);
+	d->recv_hash = calloc(d->npages, 8);
+	d->vis_hash = calloc(d->npages, 8);
+	d->src_hash = calloc(d->npages, 8);
+	d->fault_t0 = calloc(d->npages, 8);
+	d->lat = calloc(MAX_SAMPLES, 8);
+	d->lat_t = calloc(MAX_SAMPLES, 8);
+	if (!d->st || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
+	    !d->fault_t0 || !d->lat || !d->lat_t)
+		return -ENOMEM;
+	/* the whole region in the page cache: the precopy writes it anyway */
+	return uffdm_region_populate(d->r, 0, d->size);
+}
+
+static int start_sampler(struct dst *d)
+{
+	char path[4096];
+
+	if (!d->o->plot)
+		return 0;
+	snprintf(path, sizeof(path), "%s.dat", d->o->plot);
+	d->rate_log = fopen(path, "w");
+	if (!d->rate_log)
+		return -errno;
+	if (pthread_create(&d->sample_tid, NULL, rate_sampler, d))
+		return -EAGAIN;
+	d->sample_running = true;
+	return 0;
+}
+
+static int fail(struct dst *d, const char *phase, int ret)
+{
+	const char *why = d->m.err[0] ? d->m.err : strerror(-ret);
+
+	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
+	stop_threads(d);
+	return ret == -ENOMEM || ret == -EINVAL ? LM_EXIT_USAGE : LM_EXIT_PROTOCOL;
+}
+
+int lm_dest(const struct lm_opts *o, int lfd)
+{
+	struct dst *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return LM_EXIT_USAGE;
+	d->o = o;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	lm_link_init(&d->link, o->bandwidth, o->rtt_ns);
+	d->m.fd = d->urg.fd = -1;
+	ret = accept_hello(d, lfd, &d->m, "main", false);
+	if (ret)
+		return LM_EXIT_PROTOCOL;
+	ret = setup(d);
+	if (ret)
+		return LM_EXIT_USAGE;
+	if (accept_hello(d, lfd, &d->urg, "urgent", true))
+		return LM_EXIT_PROTOCOL;
+	ret = start_sampler(d);
+	if (!ret)
+		ret = prepare_postcopy(d);
+	if (!ret)
+		ret = receive_precopy(d);
+	if (ret)
+		return fail(d, "before the switch-over (the source keeps the workload)", ret);
+	ret = resume(d);
+	if (ret)
+		return fail(d, "resuming", ret);
+	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
+	       (double)(d->t_resume - d->t_switch) / 1e6);
+	ret = receive_postcopy(d);
+	if (ret)
+		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret));
+	return finish(d);
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* lm: live migration of a workload's memory over libuffdminor. */
+#ifndef LM_H
+#define LM_H
+
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include <uffdminor.h>
+
+#include "proto.h"
+
+/* exit statuses */
+enum {
+	LM_EXIT_OK = 0,
+	LM_EXIT_USAGE = 1,
+	LM_EXIT_ABORTED = 2,	/* source: destination lost, resumed locally */
+	LM_EXIT_SOURCE_LOST = 3, /* destination: source lost mid-postcopy */
+	LM_EXIT_VERIFY = 4,	/* a page or an invariant did not match */
+	LM_EXIT_PROTOCOL = 5,	/* a malformed frame or a broken connection */
+};
+
+/* ---- workload -------------------------------------------------------- */
+
+#define WL_REC		4096u
+#define WL_WORDS	(WL_REC / 8 - 3)
+#define WL_MAX_THREADS	64
+
+enum wl_pattern { WL_UNIFORM, WL_HOT };
+
+/* Record 0 of the region: all the workload's state lives in the region. */
+struct wl_thread_state {
+	uint64_t ops;
+	uint64_t rng;
+};
+
+struct wl_hdr {
+	uint64_t magic;
+	uint32_t nthreads;
+	uint32_t pattern;
+	uint64_t nrec;
+	uint64_t hot_nrec;	/* records 1..hot_nrec are the hot set */
+	uint32_t hot_share;	/* percent of writes that go to the hot set */
+	uint32_t pad;
+	struct wl_thread_state th[WL_MAX_THREADS];
+};
+
+struct wl_rec {
+	uint64_t counter;	/* writes to this record */
+	uint64_t owner;
+	uint64_t csum;		/* xor of data[] and counter, kept incrementally */
+	uint64_t data[WL_WORDS];
+};
+
+struct wl_opts {
+	unsigned int threads;
+	enum wl_pattern pattern;
+	double hot_frac;
+	unsigned int hot_share;
+	uint64_t rate;		/* ops/s per thread, 0 = flat out */
+};
+
+struct workload {
+	uint8_t *mem;
+	size_t size;
+	unsigned int n;
+	uint64_t rate;
+	pthread_t tid[WL_MAX_THREADS];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	atomic_int pause_req;
+	atomic_int quit;
+	int parked;
+	atomic_int failed;	/* a thread got SIGBUS */
+	atomic_uintptr_t fail_addr;
+	bool running;
+};
+
+void wl_format(uint8_t *mem, size_t size, const struct wl_opts *o);
+/* hdr_mem: where to read the static header fields without touching mem,
+ * which on the destination may fault into a handler this thread serves. */
+int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem);
+void wl_pause(struct workload *w);
+void wl_resume(struct workload *w);
+void wl_stop(struct workload *w);
+uint64_t wl_ops(const struct workload *w);
+/* 0, or -EBADMSG with a message: checksums and counters agree. */
+int wl_check(const uint8_t *mem, size_t size, char *err, size_t errlen);
+uint64_t lm_hash(const void *p, size_t n);
+
+/* ---- dirty tracking --------------------------------------------------- */
+
+enum lm_track_kind { LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_NONE, LM_TRACK_END };
+
+struct lm_tracker {
+	enum lm_track_kind kind;
+	uint8_t *view;
+	size_t size, page;
+	struct uffdm *u;	/* PAGEMAP_SCAN: the WP_ASYNC descriptor */
+	int pagemap_fd;
+	uint64_t *buf;
+	size_t buf_len;
+};
+
+const char *lm_track_name(unsigned int kind);
+int lm_track_parse(const char *s);
+/* want == LM_TRACK_END: the best the kernel offers. */
+int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_t size,
+		   size_t page);
+/* Set bits of pages written since the last call, and start over (unless
+ * last); the caller quiesces writers when lm_track_needs_quiesce(). */
+int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
+bool lm_track_needs_quiesce(const struct lm_tracker *t);
+void lm_track_stop(struct lm_tracker *t);
+
+/* ---- options and report ------------------------------------------------ */
+
+struct lm_opts {
+	enum lm_mode mode;
+	enum uffdm_backing backing;
+	size_t size;
+	struct wl_opts wl;
+	unsigned int rounds;
+	unsigned int track;		/* LM_TRACK_END = auto */
+	uint64_t bandwidth;		/* bytes/s */
+	uint64_t rtt_ns;
+	double precopy_s;		/* workload time before the first round */
+	double after_s;			/* workload time after resume */
+	bool verify, json, quiet, row;
+	const char *plot;
+	const char *addr;		/* host:port */
+	int timeout_ms;
+	const char *inject;		/* test hooks: die-precopy, die-postcopy */
+	unsigned int handler_threads;
+	int listen_fd;			/* dest: inherited, or -1 */
+};
+
+struct lm_report {
+	enum lm_mode mode;
+	struct lm_done src;
+	uint64_t npages, page_size, size;
+	uint64_t stale;
+	double downtime_ms, total_ms, postcopy_ms;
+	double ops_before, ops_after;
+	double src_pause_ms, dst_resume_ms;	/* parts of the downtime */
+	uint64_t faults, faults_demand;
+	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
+	uint64_t verified, mismatched;
+	bool verify, invariants_ok, clocks_shared;
+};
+
+void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
+
+int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent);
+int lm_dest(const struct lm_opts *o, int listen_fd);
+int lm_main(int argc, char **argv);
+
+/* bitmaps */
+static inline bool bit_get(const uint8_t *b, uint64_t i)
+{
+	return b[i / 8] & (1u << (i % 8));
+}
+
+static inline void bit_set(uint8_t *b, uint64_t i)
+{
+	b[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+uint64_t lm_boot_hash(void);
+void lm_msg(const struct lm_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

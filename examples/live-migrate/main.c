@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* lm: command line, sockets, the report. */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "lm.h"
+
+#define DEFAULT_ADDR "127.0.0.1:4513"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: lm run|source|dest [options]     migrate a workload's memory over TCP\n"
+"  run                  source and destination on this machine (loopback)\n"
+"  source --to H:P      connect to a destination\n"
+"  dest --listen H:P    wait for a source (default " DEFAULT_ADDR ")\n"
+"  --mode M             minor (default), stop-copy, postcopy-missing\n"
+"  --size N[KMG]        region size (default 64M)\n"
+"  --backing B          shmem (default) or hugetlb\n"
+"  --threads N          workload threads (default 2)\n"
+"  --pattern P          uniform (default) or hot\n"
+"  --hot-frac F         hot set, a fraction of memory (default 0.1)\n"
+"  --hot-share PCT      writes that go to the hot set (default 90)\n"
+"  --stale F            shorthand: every write in a hot set of fraction F\n"
+"  --rate OPS           writes per second per thread (default: flat out)\n"
+"  --rounds N           precopy rounds (default 3)\n"
+"  --track T            auto, pagemap-scan, soft-dirty, none\n"
+"  --bandwidth R[kMG]   link rate in bits/s (default unlimited)\n"
+"  --rtt T[us|ms|s]     link round trip (same machine only: it uses send times)\n"
+"  --precopy S          workload seconds before the first round (default 1)\n"
+"  --after S            workload seconds after resume (default 1)\n"
+"  --verify             hash every page at pause; check it where first visible\n"
+"  --json               the report as JSON\n"
+"  --row                the report as one table row (see 'lm row-header')\n"
+"  --plot FILE.png      a timeline of transfer rate and fault latency (gnuplot)\n"
+"  --timeout MS         a connection idle this long is dead (default 10000)\n"
+"  --handler-threads N  destination fault handler threads (default 2)\n"
+"  --listen-fd N        dest: an inherited listening socket (tests)\n"
+"  -q, --quiet          no progress lines\n"
+"exit: 0 ok, 1 usage, 2 aborted (source resumed), 3 source lost mid-postcopy,\n"
+"      4 verification failed, 5 protocol error\n");
+}
+
+static int die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "lm: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (try lm --help)\n");
+	exit(LM_EXIT_USAGE);
+}
+
+void lm_msg(const struct lm_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->quiet)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "lm: ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+uint64_t lm_boot_hash(void)
+{
+	char id[64] = { 0 };
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (f) {
+		if (!fgets(id, sizeof(id), f))
+			id[0] = 0;
+		fclose(f);
+	}
+	return lm_hash(id, sizeof(id)) | 1;
+}
+
+/* "64M", "1G", "1.5k": a number with an optional binary or decimal suffix. */
+static double parse_num(const char *s, const char *opt, double k)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		die_usage("%s needs a non-negative number", opt);
+	switch (*end) {
+	case 0: return v;
+	case 'k': case 'K': v *= k; break;
+	case 'm': case 'M': v *= k * k; break;
+	case 'g': case 'G': v *= k * k * k; break;
+	default: die_usage("bad number suffix in '%s'", s);
+	}
+	if (end[1])
+		die_usage("trailing characters in '%s'", s);
+	return v;
+}
+
+static uint64_t parse_time_ns(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		die_usage("--rtt needs a time like 1ms, not '%s'", s);
+	if (!strcmp(end, "us"))
+		return (uint64_t)(v * 1e3);
+	if (!strcmp(end, "ms") || !*end)
+		return (uint64_t)(v * 1e6);
+	if (!strcmp(end, "s"))
+		return (uint64_t)(v * 1e9);
+	die_usage("--rtt: unknown unit in '%s'", s);
+	return 0;
+}
+
+enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
+	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
+	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD };
+
+static const struct option longopts[] = {
+	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
+	{ "backing", 1, NULL, O_BACKING }, { "threads", 1, NULL, O_THREADS },
+	{ "pattern", 1, NULL, O_PATTERN }, { "hot-frac", 1, NULL, O_HOTFRAC },
+	{ "hot-share", 1, NULL, O_HOTSHARE }, { "stale", 1, NULL, O_STALE },
+	{ "rate", 1, NULL, O_RATE }, { "rounds", 1, NULL, O_ROUNDS },
+	{ "track", 1, NULL, O_TRACK }, { "bandwidth", 1, NULL, O_BW },
+	{ "rtt", 1, NULL, O_RTT }, { "precopy", 1, NULL, O_PRECOPY },
+	{ "after", 1, NULL, O_AFTER }, { "verify", 0, NULL, O_VERIFY },
+	{ "json", 0, NULL, O_JSON }, { "row", 0, NULL, O_ROW }, { "plot", 1, NULL, O_PLOT },
+	{ "timeout", 1, NULL, O_TIMEOUT }, { "handler-threads", 1, NULL, O_HTHREADS },
+	{ "inject", 1, NULL, O_INJECT }, { "to", 1, NULL, O_TO },
+	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD }, { "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
+	{ 0 },
+};
+
+static void set_opt(struct lm_opts *o, int c, const char *a)
+{
+	int v;
+
+	switch (c) {
+	case O_MODE:
+		if ((v = lm_mode_parse(a)) < 0)
+			die_usage("unknown mode '%s'", a);
+		o->mode = v;
+		break;
+	case O_SIZE: o->size = (size_t)parse_num(a, "--size", 1024); break;
+	case O_BACKING:
+		if (strcmp(a, "shmem") && strcmp(a, "hugetlb"))
+			die_usage("--backing is shmem or hugetlb, not '%s'", a);
+		o->backing = strcmp(a, "shmem") ? UFFDM_HUGETLB : UFFDM_SHMEM;
+		break;
+	case O_THREADS: o->wl.threads = (unsigned int)parse_num(a, "--threads", 1000); break;
+	case O_PATTERN:
+		if (strcmp(a, "uniform") && strcmp(a, "hot"))
+			die_usage("--pattern is uniform or hot, not '%s'", a);
+		o->wl.pattern = strcmp(a, "hot") ? WL_UNIFORM : WL_HOT;
+		break;
+	case O_HOTFRAC: o->wl.hot_frac = parse_num(a, "--hot-frac", 1000); break;
+	case O_HOTSHARE: o->wl.hot_share = (unsigned int)parse_num(a, "--hot-share", 1000); break;
+	case O_STALE:
+		o->wl.pattern = WL_HOT;
+		o->wl.hot_frac = parse_num(a, "--stale", 1000);
+		o->wl.hot_share = 100;
+		break;
+	case O_RATE: o->wl.rate = (uint64_t)parse_num(a, "--rate", 1000); break;
+	case O_ROUNDS: o->rounds = (unsigned int)parse_num(a, "--rounds", 1000); break;
+	case O_TRACK:
+		if ((v = lm_track_parse(a)) < 0)
+			die_usage("unknown --track '%s'", a);
+		o->track = (unsigned int)v;
+		break;
+	case O_BW: o->bandwidth = (uint64_t)(parse_num(a, "--bandwidth", 1000) / 8); break;
+	case O_RTT: o->rtt_ns = parse_time_ns(a); break;
+	case O_PRECOPY: o->precopy_s = parse_num(a, "--precopy", 1000); break;
+	case O_AFTER: o->after_s = parse_num(a, "--after", 1000); break;
+	case O_VERIFY: o->verify = true; break;
+	case O_JSON: o->json = true; break;
+	case O_ROW: o->row = true; break;
+	case O_PLOT: o->plot = a; break;
+	case O_TIMEOUT: o->timeout_ms = (int)parse_num(a, "--timeout", 1000); break;
+	case O_HTHREADS: o->handler_threads = (unsigned int)parse_num(a, "--handler-threads", 1000); break;
+	case O_INJECT: o->inject = a; break;
+	case O_TO: case O_LISTEN: o->addr = a; break;
+	case O_LISTEN_FD: o->listen_fd = (int)parse_num(a, "--listen-fd", 1000); break;
+	case 'q': o->quiet = true; break;
+	case 'h': usage(stdout); exit(0);
+	default: usage(stderr); exit(LM_EXIT_USAGE);
+	}
+}
+
+static void check_opts(const struct lm_opts *o)
+{
+	size_t page = uffdm_backing_page_size(o->backing);
+
+	if (!page || o->size < 2 * WL_REC || o->size % page)
+		die_usage("--size must be a multiple of the page size, at least 8K%s",
+			  o->backing == UFFDM_SHMEM ? "" : " (hugetlb: 2 MiB pages)");
+	if (o->wl.threads < 1 || o->wl.threads > WL_MAX_THREADS ||
+	    o->wl.threads >= o->size / WL_REC)
+		die_usage("--threads must be in 1..64 and below the record count%s", "");
+	if (o->wl.hot_frac <= 0 || o->wl.hot_frac > 1 || o->wl.hot_share > 100)
+		die_usage("--hot-frac/--stale must be in (0, 1], --hot-share in 0..100%s", "");
+	if (o->rounds < 1 || o->handler_threads < 1 || o->handler_threads > 64)
+		die_usage("--rounds must be >= 1 and --handler-threads in 1..64%s", "");
+	if (o->timeout_ms < 1)
+		die_usage("--timeout must be positive%s", "");
+}
+
+static int resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[256], *colon;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+	int ret;
+
+	snprintf(host, sizeof(host), "%s", addr);
+	colon = strrchr(host, ':');
+	if (!colon)
+		die_usage("address '%s' needs HOST:PORT", addr);
+	*colon = 0;
+	ret = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+	if (ret) {
+		fprintf(stderr, "lm: %s: %s\n", addr, gai_strerror(ret));
+		return -EINVAL;
+	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* A TCP socket for addr, or -1 with a message. */
+static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+{
+	int fd;
+
+	if (resolve(addr, ss, len))
+		return -1;
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fprintf(stderr, "lm: socket: %s\n", strerror(errno));
+	return fd;
+}
+
+/*
+ * Socket buffers small enough that a receiver slower than the link (a TCG
+ * guest hashing pages) holds the sender back instead of letting megabytes
+ * queue ahead of SWITCH; accepted sockets inherit the listener's.
+ */
+#define LM_SOCKBUF (256 << 10)
+
+static int listen_on(const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1, buf = LM_SOCKBUF;
+
+	fd = tcp_socket(addr, &ss, &len);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
+		fprintf(stderr, "lm: cannot listen on %s: %s\n", addr, strerror(errno));
+		return -1;
+	}
+	return fd;
+}
+
+static int connect_to(const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1;
+
+	fd = tcp_socket(addr, &ss, &len);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ LM_SOCKBUF }, sizeof(int));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
+		fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* page requests are small and latency-bound */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int run_source(const struct lm_opts *o, const char *addr)
+{
+	int m = connect_to(addr), u = m < 0 ? -1 : connect_to(addr);
+
+	if (m < 0 || u < 0)
+		return LM_EXIT_USAGE;
+	return lm_source(o, m, u);
+}
+
+/* Source in this process, destination in a child, over loopback. */
+static int run_both(const struct lm_opts *o)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	char addr[64];
+	int lfd = listen_on(o->addr ? o->addr : "127.0.0.1:0"), status, src;
+	pid_t pid;
+
+	if (lfd < 0 || getsockname(lfd, (struct sockaddr *)&sa, &len))
+		return LM_EXIT_USAGE;
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return LM_EXIT_USAGE;
+	if (pid == 0)
+		_exit(lm_dest(o, lfd));
+	close(lfd);
+	src = run_source(o, addr);
+	if (src == LM_EXIT_USAGE)
+		kill(pid, SIGTERM);	/* it would wait for a source that never comes */
+	if (waitpid(pid, &status, 0) < 0)
+		return LM_EXIT_USAGE;
+	if (src == LM_EXIT_ABORTED || src == LM_EXIT_USAGE)
+		return src;
+	if (!WIFEXITED(status)) {
+		fprintf(stderr, "lm: the destination died (signal %d)\n", WTERMSIG(status));
+		return LM_EXIT_PROTOCOL;
+	}
+	return WEXITSTATUS(status) ? WEXITSTATUS(status) : src;
+}
+
+int lm_main(int argc, char **argv)
+{
+	struct lm_opts o = {
+		.mode = LM_MODE_MINOR, .backing = UFFDM_SHMEM, .size = 64u << 20,
+		.wl = { .threads = 2, .pattern = WL_UNIFORM, .hot_frac = 0.1, .hot_share = 90 },
+		.rounds = 3, .track = LM_TRACK_END, .precopy_s = 1, .after_s = 1,
+		.timeout_ms = 10000, .handler_threads = 2, .listen_fd = -1,
+	};
+	const char *cmd;
+	int c, lfd;
+
+	if (argc < 2)
+		die_usage("a subcommand is needed: run, source, dest or row-header%s", "");
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1)
+		set_opt(&o, c, optarg);
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(cmd, "row-header")) {
+		lm_report_print(NULL, &o);
+		return 0;
+	}
+	check_opts(&o);
+	if (!strcmp(cmd, "run"))
+		return run_both(&o);
+	if (!strcmp(cmd, "source"))
+		return run_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
+	if (!strcmp(cmd, "dest")) {
+		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
+		return lfd < 0 ? LM_EXIT_USAGE : lm_dest(&o, lfd);
+	}
+	return die_usage("unknown subcommand '%s'", cmd);
+}

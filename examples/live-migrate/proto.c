@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* lm wire format: frame checks and paced, delayed connections. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "proto.h"
+
+static const char *const type_names[LM_TYPE_END] = {
+	[LM_HELLO] = "HELLO", [LM_PAGES] = "PAGES", [LM_ROUND] = "ROUND",
+	[LM_SWITCH] = "SWITCH", [LM_STALE] = "STALE", [LM_REQ] = "REQ",
+	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
+	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN",
+};
+
+static const size_t fixed_lens[LM_TYPE_END] = {
+	[LM_HELLO] = sizeof(struct lm_hello), [LM_PAGES] = sizeof(struct lm_pages),
+	[LM_ROUND] = sizeof(struct lm_round), [LM_SWITCH] = sizeof(struct lm_switch),
+	[LM_STALE] = sizeof(struct lm_stale), [LM_REQ] = sizeof(struct lm_req),
+	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
+	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
+	[LM_FIN] = 0,
+};
+
+static const char *const mode_names[LM_MODE_END] = {
+	[LM_MODE_MINOR] = "minor", [LM_MODE_STOPCOPY] = "stop-copy",
+	[LM_MODE_MISSING] = "postcopy-missing",
+};
+
+const char *lm_type_name(unsigned int type)
+{
+	return type > 0 && type < LM_TYPE_END ? type_names[type] : "unknown";
+}
+
+const char *lm_mode_name(unsigned int mode)
+{
+	return mode < LM_MODE_END ? mode_names[mode] : "unknown";
+}
+
+int lm_mode_parse(const char *s)
+{
+	for (int m = 0; m < LM_MODE_END; m++)
+		if (!strcmp(s, mode_names[m]))
+			return m;
+	return -EINVAL;
+}
+
+size_t lm_fixed_len(unsigned int type)
+{
+	return type > 0 && type < LM_TYPE_END ? fixed_lens[type] : 0;
+}
+
+/* Largest payload a type may carry: bounds what a peer can make us read. */
+static size_t max_len(unsigned int type)
+{
+	switch (type) {
+	case LM_PAGES:
+	case LM_RESP:
+		return LM_MAX_PAYLOAD;
+	case LM_STALE:
+	case LM_HASHES:
+		return sizeof(struct lm_stale) + 65536;
+	default:
+		return fixed_lens[type];
+	}
+}
+
+int lm_hdr_check(const struct lm_hdr *h, char *err, size_t errlen)
+{
+	if (h->magic != LM_MAGIC) {
+		snprintf(err, errlen, "bad frame magic 0x%08x (type %u)", h->magic, h->type);
+		return -EBADMSG;
+	}
+	if (h->type == 0 || h->type >= LM_TYPE_END) {
+		snprintf(err, errlen, "unknown frame type %u", h->type);
+		return -EBADMSG;
+	}
+	if (h->flags & ~LM_F_ALL) {
+		snprintf(err, errlen, "%s frame: unknown flags 0x%x", type_names[h->type], h->flags);
+		return -EBADMSG;
+	}
+	if (h->len > max_len(h->type)) {
+		snprintf(err, errlen, "oversized %s frame: %u bytes, at most %zu",
+			 type_names[h->type], h->len, max_len(h->type));
+		return -EMSGSIZE;
+	}
+	if (h->len < fixed_lens[h->type]) {
+		snprintf(err, errlen, "short %s frame: %u bytes, need %zu", type_names[h->type],
+			 h->len, fixed_lens[h->type]);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *type, const char *what)
+{
+	snprintf(err, errlen, "malformed %s frame: %s", type, what);
+	return -EBADMSG;
+}
+
+static int check_hello(const struct lm_hello *m, char *err, size_t n)
+{
+	if (m->version != LM_VERSION)
+		return bad(err, n, "HELLO", "protocol version differs");
+	if (m->mode >= LM_MODE_END)
+		return bad(err, n, "HELLO", "unknown mode");
+	if (m->page_size < 4096 || m->page_size > LM_MAX_PAGE ||
+	    (m->page_size & (m->page_size - 1)))
+		return bad(err, n, "HELLO", "page size not a power of two in 4 KiB..2 MiB");
+	if (!m->size || m->size % m->page_size || m->size / m->page_size > LM_MAX_NPAGES)
+		return bad(err, n, "HELLO", "size not a non-zero multiple of the page size");
+	if (m->nthreads < 1 || m->nthreads > 64)
+		return bad(err, n, "HELLO", "threads not in 1..64");
+	return 0;
+}
+
+/* first + count pages within the region, count in 1..max */
+static bool span_ok(const struct lm_geom *g, uint64_t first, uint64_t count, uint64_t max)
+{
+	return count >= 1 && count <= max && first < g->npages && count <= g->npages - first;
+}
+
+static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geom *g,
+		      size_t rest, char *err, size_t n)
+{
+	const char *name = type_names[h->type];
+
+	switch (h->type) {
+	case LM_HELLO:
+		return check_hello(p, err, n);
+	case LM_PAGES: {
+		const struct lm_pages *m = p;
+
+		if (!span_ok(g, m->first, m->count, LM_MAX_PAGES) ||
+		    rest != (size_t)m->count * g->page_size)
+			return bad(err, n, name, "page span outside the region or wrong length");
+		return 0;
+	}
+	case LM_STALE: {
+		const struct lm_stale *m = p;
+
+		if (!span_ok(g, m->first, m->nbits, 65536 * 8) || rest != (m->nbits + 7u) / 8)
+			return bad(err, n, name, "bitmap outside the region or wrong length");
+		return 0;
+	}
+	case LM_HASHES: {
+		const struct lm_hashes *m = p;
+
+		if (!span_ok(g, m->first, m->count, 8192) || rest != (size_t)m->count * 8)
+			return bad(err, n, name, "hash span outside the region or wrong length");
+		return 0;
+	}
+	case LM_REQ:
+		if (((const struct lm_req *)p)->page >= g->npages)
+			return bad(err, n, name, "page outside the region");
+		return 0;
+	case LM_RESP: {
+		const struct lm_resp *m = p;
+		size_t want = m->status == LM_RESP_DATA ? g->page_size : 0;
+
+		if (m->page >= g->npages || m->status > LM_RESP_PUSHED || rest != want)
+			return bad(err, n, name, "page outside the region, bad status or length");
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct lm_geom *g,
+		     struct lm_frame *f, char *err, size_t errlen)
+{
+	size_t fl = fixed_lens[h->type];
+	int ret;
+
+	if (!g->page_size && h->type != LM_HELLO) {
+		snprintf(err, errlen, "%s frame before HELLO", type_names[h->type]);
+		return -EBADMSG;
+	}
+	if (h->type != LM_PAGES && h->type != LM_RESP && h->type != LM_STALE &&
+	    h->type != LM_HASHES && h->len != fl)
+		return bad(err, errlen, type_names[h->type], "trailing bytes");
+	ret = check_body(h, payload, g, h->len - fl, err, errlen);
+	if (ret)
+		return ret;
+	f->h = *h;
+	f->fixed = payload;
+	f->data = (const uint8_t *)payload + fl;
+	f->data_len = h->len - fl;
+	return 0;
+}
+
+int lm_frame_decode(const void *buf, size_t len, const struct lm_geom *g, struct lm_frame *f,
+		    char *err, size_t errlen)
+{
+	struct lm_hdr h;
+	int ret;
+
+	if (len < sizeof(h)) {
+		snprintf(err, errlen, "truncated frame header: %zu of %zu bytes", len, sizeof(h));
+		return -EBADMSG;
+	}
+	memcpy(&h, buf, sizeof(h));
+	ret = lm_hdr_check(&h, err, errlen);
+	if (ret)
+		return ret;
+	if (len - sizeof(h) != h.len) {
+		snprintf(err, errlen, "truncated %s frame: %zu of %u payload bytes",
+			 type_names[h.type], len - sizeof(h), h.len);
+		return -EBADMSG;
+	}
+	return lm_payload_check(&h, (const uint8_t *)buf + sizeof(h), g, f, err, errlen);
+}
+
+size_t lm_frame_encode(void *buf, size_t cap, unsigned int type, unsigned int flags,
+		       const void *fixed, const void *data, size_t data_len)
+{
+	size_t fl = lm_fixed_len(type);
+	struct lm_hdr h = {
+		.magic = LM_MAGIC, .type = type, .flags = flags,
+		.len = (uint32_t)(fl + data_len),
+	};
+
+	if (sizeof(h) + fl + data_len > cap)
+		return 0;
+	memcpy(buf, &h, sizeof(h));
+	if (fl)
+		memcpy((char *)buf + sizeof(h), fixed, fl);
+	if (data_len)
+		memcpy((char *)buf + sizeof(h) + fl, data, data_len);
+	return sizeof(h) + fl + data_len;
+}
+
+/* ---- time and links ------------------------------------------------ */
+
+uint64_t lm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void lm_sleep_until(uint64_t t_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(t_ns / 1000000000ull),
+		.tv_nsec = (long)(t_ns % 1000000000ull),
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns)
+{
+	pthread_mutex_init(&l->lock, NULL);
+	l->bps = bps;
+	l->free_at_ns = 0;
+	l->rtt_ns = rtt_ns;
+}
+
+/*
+ * Reserve the wire for n bytes; return when they would have left.  An
+ * urgent frame does not wait for the bulk already queued: on a real link
+ * its packets interleave with the other connection's, so it only pushes
+ * the bulk back by its own length.
+ */
+static void link_pace(struct lm_link *l, size_t n, bool urgent)
+{
+	uint64_t now, start, done;
+
+	if (!l || !l->bps)
+		return;
+	pthread_mutex_lock(&l->lock);
+	now = lm_now_ns();
+	start = l->free_at_ns > now && !urgent ? l->free_at_ns : now;
+	if (urgent && l->free_at_ns > now) {
+		done = now + (uint64_t)((double)n * 1e9 / (double)l->bps);
+		l->free_at_ns += done - now;
+		pthread_mutex_unlock(&l->lock);
+		lm_sleep_until(done);
+		return;
+	}
+	done = start + (uint64_t)((double)n * 1e9 / (double)l->bps);
+	l->free_at_ns = done;
+	pthread_mutex_unlock(&l->lock);
+	lm_sleep_until(done);
+}
+
+int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
+		 int timeout_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->name = name;
+	c->urgent = !strcmp(name, "urgent");
+	c->link = link;
+	c->rx_delay_ns = link ? link->rtt_ns / 2 : 0;
+	c->timeout_ms = timeout_ms;
+	pthread_mutex_init(&c->wlock, NULL);
+	c->buf = malloc(LM_MAX_PAYLOAD);
+	return c->buf ? 0 : -ENOMEM;
+}
+
+void lm_conn_close(struct lm_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->buf);
+	c->buf = NULL;
+}
+
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
+	    const void *data, size_t data_len)
+{
+	size_t fl = lm_fixed_len(type);
+	struct lm_hdr h = {
+		.magic = LM_MAGIC, .type = type, .flags = flags,
+		.len = (uint32_t)(fl + data_len),
+	};
+	struct iovec iov[3] = {
+		{ &h, sizeof(h) }, { (void *)fixed, fl }, { (void *)data, data_len },
+	};
+	int ret;
+
+	pthread_mutex_lock(&c->wlock);
+	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
+	h.seq = c->seq++;
+	h.ts_ns = lm_now_ns();
+	ret = write_all(c->fd, iov, data_len ? 3 : 2);
+	if (!ret)
+		c->tx_bytes += sizeof(h) + fl + data_len;
+	pthread_mutex_unlock(&c->wlock);
+	if (ret)
+		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: %s", c->name,
+			 lm_type_name(type), strerror(-ret));
+	return ret;
+}
+
+/* Read exactly n bytes; -EPIPE on EOF, -ETIMEDOUT when idle too long. */
+static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
+{
+	*got = 0;
+	while (*got < n) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int pr = poll(&p, 1, c->timeout_ms > 0 ? c->timeout_ms : -1);
+		ssize_t r;
+
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			return -ETIMEDOUT;
+		r = read(c->fd, (char *)buf + *got, n - *got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EPIPE;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
+static const char *why(int ret)
+{
+	return ret == -EPIPE ? "closed by the peer" : strerror(-ret);
+}
+
+int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
+{
+	struct lm_hdr h;
+	size_t got;
+	int ret;
+
+	ret = read_all(c, &h, sizeof(h), &got);
+	if (ret == -EPIPE && got == 0) {
+		snprintf(c->err, sizeof(c->err), "%s connection closed by the peer", c->name);
+		return ret;
+	}
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "%s connection: truncated frame header "
+			 "(%zu of %zu bytes): %s", c->name, got, sizeof(h), why(ret));
+		return ret;
+	}
+	ret = lm_hdr_check(&h, c->err, sizeof(c->err));
+	if (ret)
+		return ret;
+	ret = read_all(c, c->buf, h.len, &got);
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "%s connection: truncated %s frame "
+			 "(%zu of %u bytes): %s", c->name, lm_type_name(h.type), got, h.len,
+			 why(ret));
+		return ret;
+	}
+	c->rx_bytes += sizeof(h) + h.len;
+	if (c->rx_delay_ns)
+		lm_sleep_until(h.ts_ns + c->rx_delay_ns);
+	return lm_payload_check(&h, c->buf, g, f, c->err, sizeof(c->err));
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lm wire format: a fixed little-endian header, then a payload whose
+ * fixed part depends on the type.  Every frame is checked against the
+ * geometry announced in HELLO before anything in it is used.
+ */
+#ifndef LM_PROTO_H
+#define LM_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
+#define LM_VERSION	1
+#define LM_MAX_PAGES	64		/* pages per PAGES frame */
+#define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
+#define LM_MAX_PAYLOAD	(16u + (4u << 20))
+#define LM_MAX_NPAGES	(1ull << 32)
+
+enum lm_type {
+	LM_HELLO = 1,	/* src -> dst: geometry; flags URGENT on the 2nd conn */
+	LM_PAGES,	/* src -> dst: page contents */
+	LM_ROUND,	/* src -> dst: a precopy round ended */
+	LM_SWITCH,	/* src -> dst: paused; resume now */
+	LM_STALE,	/* src -> dst: a chunk of the stale bitmap */
+	LM_REQ,		/* dst -> src (urgent): is this page stale? */
+	LM_RESP,	/* src -> dst (urgent): clean, data, or being pushed */
+	LM_HASHES,	/* src -> dst: per-page hashes at pause */
+	LM_DONE,	/* src -> dst: all sent; source statistics */
+	LM_RESUMED,	/* dst -> src: the workload runs on the destination */
+	LM_FIN,		/* dst -> src: verified; the source may go */
+	LM_TYPE_END,
+};
+
+/* header flags */
+#define LM_F_URGENT	(1u << 0)	/* HELLO: this is the urgent connection */
+#define LM_F_LAST	(1u << 1)	/* STALE/HASHES: the final chunk */
+#define LM_F_PUSH	(1u << 2)	/* PAGES: postcopy background push */
+#define LM_F_STOPCOPY	(1u << 3)	/* PAGES: sent while paused */
+#define LM_F_ALL	(LM_F_URGENT | LM_F_LAST | LM_F_PUSH | LM_F_STOPCOPY)
+
+struct lm_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;		/* payload bytes after the header */
+	uint32_t seq;
+	uint64_t ts_ns;		/* sender's CLOCK_MONOTONIC: --rtt emulation */
+};
+
+enum lm_mode { LM_MODE_MINOR, LM_MODE_STOPCOPY, LM_MODE_MISSING, LM_MODE_END };
+
+struct lm_hello {
+	uint32_t version;
+	uint32_t mode;
+	uint64_t size;
+	uint32_t page_size;
+	uint32_t backing;
+	uint32_t nthreads;
+	uint32_t verify;
+	uint64_t boot;		/* hash of boot_id: are the clocks comparable? */
+	uint64_t t_start_ns;
+};
+
+struct lm_pages {
+	uint64_t first;
+	uint32_t count;
+	uint32_t pad;
+};
+
+struct lm_round {
+	uint32_t round;
+	uint32_t pad;
+	uint64_t pages;
+};
+
+struct lm_switch {
+	uint64_t t_pause_ns;
+	uint64_t nstale;
+	double ops_before;	/* workload ops/s before pause */
+	uint64_t t_send_ns;	/* when the source sent this */
+	uint64_t ops_total;	/* workload ops done at pause */
+};
+
+struct lm_stale {
+	uint64_t first;
+	uint32_t nbits;
+	uint32_t pad;
+};
+
+struct lm_req {
+	uint64_t page;
+};
+
+enum lm_resp_status { LM_RESP_CLEAN, LM_RESP_DATA, LM_RESP_PUSHED };
+
+struct lm_resp {
+	uint64_t page;
+	uint32_t status;
+	uint32_t pad;
+};
+
+struct lm_hashes {
+	uint64_t first;
+	uint32_t count;
+	uint32_t pad;
+};
+
+struct lm_done {
+	uint64_t bytes_precopy, bytes_paused, bytes_push, bytes_demand;
+	uint64_t pages_precopy, pages_paused, pages_push, pages_demand;
+	uint64_t requests, rounds;
+	uint64_t t_precopy_ns;		/* start -> pause */
+	uint32_t track;			/* enum lm_track_kind */
+	uint32_t pad;
+	uint64_t track_pause_ns;	/* workload quiesced for tracking */
+};
+
+struct lm_resumed {
+	uint64_t t_resume_ns;
+};
+
+/* What the receiver knows, to check frames against. */
+struct lm_geom {
+	uint64_t npages;
+	uint32_t page_size;	/* 0 before HELLO */
+};
+
+/* A decoded frame: pointers into the caller's buffer. */
+struct lm_frame {
+	struct lm_hdr h;
+	const void *fixed;	/* the type's fixed part */
+	const uint8_t *data;	/* what follows it */
+	size_t data_len;
+};
+
+const char *lm_type_name(unsigned int type);
+const char *lm_mode_name(unsigned int mode);
+int lm_mode_parse(const char *s);
+size_t lm_fixed_len(unsigned int type);
+/* 0 or -EBADMSG/-EMSGSIZE with a message naming the frame in err. */
+int lm_hdr_check(const struct lm_hdr *h, char *err, size_t errlen);
+int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct lm_geom *g,
+		     struct lm_frame *f, char *err, size_t errlen);
+/* Decode one whole frame from memory (the fuzz target). */
+int lm_frame_decode(const void *buf, size_t len, const struct lm_geom *g, struct lm_frame *f,
+		    char *err, size_t errlen);
+size_t lm_frame_encode(void *buf, size_t cap, unsigned int type, unsigned int flags,
+		       const void *fixed, const void *data, size_t data_len);
+
+/* ---- connections --------------------------------------------------- */
+
+/* One direction of an emulated link: --bandwidth paces the sender,
+ * --rtt delays the receiver by half a round trip. */
+struct lm_link {
+	pthread_mutex_t lock;
+	uint64_t bps;		/* bytes per second, 0 = unlimited */
+	uint64_t free_at_ns;
+	uint64_t rtt_ns;
+};
+
+struct lm_conn {
+	int fd;
+	const char *name;	/* "main" or "urgent" */
+	bool urgent;		/* paced ahead of queued bulk */
+	struct lm_link *link;	/* pacing of what we send */
+	uint64_t rx_delay_ns;	/* rtt/2 added to what we receive */
+	int timeout_ms;		/* a receive this idle is an error */
+	pthread_mutex_t wlock;
+	uint32_t seq;
+	uint64_t tx_bytes, rx_bytes;
+	uint8_t *buf;		/* LM_MAX_PAYLOAD */
+	char err[160];
+};
+
+uint64_t lm_now_ns(void);
+void lm_sleep_until(uint64_t t_ns);
+void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns);
+int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
+		 int timeout_ms);
+void lm_conn_close(struct lm_conn *c);
+int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
+	    const void *data, size_t data_len);
+/* 0 with f filled (valid until the next recv), -errno with c->err set. */
+int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f);
+
+#endif

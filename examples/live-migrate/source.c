@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The source: run the workload, copy its memory in precopy rounds, pause,
+ * and then -- by mode -- send the stale pages before the switch-over
+ * (stop-copy), or after it: the stale list and then the pages in the
+ * background, answering the destination's urgent requests on a connection
+ * of their own so they never queue behind the background stream.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "lm.h"
+
+enum { S_CLEAN, S_STALE, S_SENT };
+
+struct src {
+	const struct lm_opts *o;
+	struct uffdm_region *r;
+	uint8_t *view, *back;
+	size_t size, page;
+	uint64_t npages, nstale;
+	struct workload wl;
+	struct lm_tracker tr;
+	struct lm_link link;
+	struct lm_conn m, urg;
+	struct lm_geom g;
+	uint8_t *dirty;
+	_Atomic uint8_t *state;
+	struct lm_done st;
+	pthread_t urg_tid;
+	bool urg_running;
+	atomic_int stale_ready;		/* 1: state[] is final; -1: it never will be */
+	uint64_t t_start, t_pause, ops_start;
+	double ops_before;
+};
+
+static unsigned int per_frame(const struct src *s)
+{
+	size_t n = (LM_MAX_PAYLOAD - sizeof(struct lm_pages)) / s->page;
+
+	return n < LM_MAX_PAGES ? (unsigned int)n : LM_MAX_PAGES;
+}
+
+static int send_run(struct src *s, uint64_t first, unsigned int count, unsigned int flags)
+{
+	struct lm_pages p = { .first = first, .count = count };
+
+	return lm_send(&s->m, LM_PAGES, flags, &p, s->back + first * s->page, count * s->page);
+}
+
+/* A progress line each second while pages go out. */
+static void progress(struct src *s, uint64_t i, uint64_t *t_last)
+{
+	uint64_t now = lm_now_ns();
+
+	if (s->o->quiet || now - *t_last < 1000000000ull)
+		return;
+	*t_last = now;
+	lm_msg(s->o, "source: %5.1f s: at page %llu of %llu, %.1f MiB sent, workload %.0f ops/s\n",
+	       (double)(now - s->t_start) / 1e9, (unsigned long long)i,
+	       (unsigned long long)s->npages, (double)s->m.tx_bytes / 1048576.0,
+	       (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 / (double)(now - s->t_start));
+}
+
+/* Send the pages whose bit is set (all when bitmap is NULL), in runs. */
+static int send_pages(struct src *s, const uint8_t *bitmap, unsigned int flags, uint64_t *bytes,
+		      uint64_t *pages)
+{
+	unsigned int max = per_frame(s);
+	uint64_t i = 0, t_last = lm_now_ns();
+
+	while (i < s->npages) {
+		unsigned int n = 0;
+		int ret;
+
+		while (i + n < s->npages && n < max && (!bitmap || bit_get(bitmap, i + n)))
+			n++;
+		if (!n) {
+			i++;
+			continue;
+		}
+		ret = send_run(s, i, n, flags);
+		if (ret)
+			return ret;
+		*bytes += (uint64_t)n * s->page;
+		*pages += n;
+		i += n;
+		progress(s, i, &t_last);
+	}
+	return 0;
+}
+
+static int collect(struct src *s, uint8_t *bitmap)
+{
+	uint64_t t0 = lm_now_ns();
+	bool q = lm_track_needs_quiesce(&s->tr);
+	int ret;
+
+	memset(bitmap, 0, (s->npages + 7) / 8);
+	if (q)
+		wl_pause(&s->wl);
+	ret = lm_track_collect(&s->tr, bitmap, false);
+	if (q) {
+		wl_resume(&s->wl);
+		s->st.track_pause_ns += lm_now_ns() - t0;
+	}
+	return ret;
+}
+
+static uint64_t count_bits(const uint8_t *b, uint64_t n)
+{
+	uint64_t c = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		c += bit_get(b, i);
+	return c;
+}
+
+static int precopy(struct src *s)
+{
+	int ret;
+
+	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->precopy_s * 1e9));
+	ret = send_pages(s, NULL, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
+	for (unsigned int round = 1; !ret && round < s->o->rounds; round++) {
+		struct lm_round rf = { .round = round };
+
+		ret = collect(s, s->dirty);
+		if (ret)
+			return ret;
+		rf.pages = count_bits(s->dirty, s->npages);
+		lm_msg(s->o, "source: round %u: %llu dirty pages of %llu\n", round,
+		       (unsigned long long)rf.pages, (unsigned long long)s->npages);
+		ret = send_pages(s, s->dirty, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
+		if (!ret)
+			ret = lm_send(&s->m, LM_ROUND, 0, &rf, NULL, 0);
+		s->st.rounds = round;
+	}
+	return ret;
+}
+
+/* Stop the workload for good. */
+static void pause_workload(struct src *s)
+{
+	uint64_t now;
+
+	now = lm_now_ns();
+	s->ops_before = (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 /
+			(double)(now - s->t_start);
+	/* downtime starts when the workload is asked to stop */
+	s->t_pause = lm_now_ns();
+	wl_pause(&s->wl);
+	s->st.t_precopy_ns = s->t_pause - s->t_start;
+}
+
+/*
+ * The last dirty collection: O(memory).  Minor mode does it after SWITCH,
+ * so it is not downtime; the urgent server holds its answers until then.
+ */
+static int take_stale(struct src *s)
+{
+	int ret;
+
+	memset(s->dirty, 0, (s->npages + 7) / 8);
+	ret = lm_track_collect(&s->tr, s->dirty, true);
+	for (uint64_t i = 0; !ret && i < s->npages; i++)
+		if (bit_get(s->dirty, i)) {
+			s->state[i] = S_STALE;
+			s->nstale++;
+		}
+	atomic_store(&s->stale_ready, ret ? -1 : 1);
+	if (ret) {
+		fprintf(stderr, "lm: source: dirty tracking failed: %s\n", strerror(-ret));
+		return ret;
+	}
+	lm_msg(s->o, "source: paused, %llu of %llu pages stale (%s tracking)\n",
+	       (unsigned long long)s->nstale, (unsigned long long)s->npages,
+	       lm_track_name(s->tr.kind));
+	return 0;
+}
+
+static int send_switch(struct src *s)
+{
+	struct lm_switch sw = {
+		.t_pause_ns = s->t_pause, .nstale = s->nstale, .ops_before = s->ops_before,
+		.t_send_ns = lm_now_ns(), .ops_total = wl_ops(&s->wl),
+	};
+
+	return lm_send(&s->m, LM_SWITCH, 0, &sw, NULL, 0);
+}
+
+static int send_stale_list(struct src *s, uint64_t *bytes)
+{
+	const uint64_t chunk = 65536 * 8;
+
+	for (uint64_t first = 0; first < s->npages; first += chunk) {
+		uint64_t n = s->npages - first < chunk ? s->npages - first : chunk;
+		struct lm_stale st = { .first = first, .nbits = (uint32_t)n };
+		uint8_t *b = calloc(1, (n + 7) / 8);
+		int ret;
+
+		if (!b)
+			return -ENOMEM;
+		for (uint64_t i = 0; i < n; i++)
+			if (bit_get(s->dirty, first + i))
+				bit_set(b, i);
+		ret = lm_send(&s->m, LM_STALE, first + n >= s->npages ? LM_F_LAST : 0, &st, b,
+			      (n + 7) / 8);
+		free(b);
+		if (ret)
+			return ret;
+		*bytes += (n + 7) / 8;
+	}
+	return 0;
+}
+
+/* Urgent connection: one answer per request, exactly-once page data. */
+static void *urgent_server(void *p)
+{
+	struct src *s = p;
+	struct lm_frame f;
+
+	while (!lm_recv(&s->urg, &s->g, &f)) {
+		struct lm_resp r;
+
+		while (!atomic_load(&s->stale_ready))
+			usleep(20);
+		if (atomic_load(&s->stale_ready) < 0)
+			break;
+		uint8_t want = S_STALE;
+
+		if (f.h.type != LM_REQ)
+			break;
+		r = (struct lm_resp){ .page = ((const struct lm_req *)f.fixed)->page };
+		__atomic_fetch_add(&s->st.requests, 1, __ATOMIC_RELAXED);
+		if (s->state[r.page] == S_CLEAN) {
+			r.status = LM_RESP_CLEAN;
+		} else if (atomic_compare_exchange_strong(&s->state[r.page], &want, S_SENT)) {
+			r.status = LM_RESP_DATA;
+			__atomic_fetch_add(&s->st.pages_demand, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&s->st.bytes_demand, s->page, __ATOMIC_RELAXED);
+		} else {
+			r.status = LM_RESP_PUSHED;
+		}
+		if (lm_send(&s->urg, LM_RESP, 0, &r, r.status == LM_RESP_DATA ?
+			    s->back + r.page * s->page : NULL,
+			    r.status == LM_RESP_DATA ? s->page : 0))
+			break;
+	}
+	return NULL;
+}
+
+/* Background push: every stale page the urgent server has not sent. */
+static int push(struct src *s)
+{
+	unsigned int max = per_frame(s);
+
+	for (uint64_t i = 0; i < s->npages; ) {
+		unsigned int n = 0;
+		int ret;
+
+		for (uint8_t want = S_STALE; i + n < s->npages && n < max; want = S_STALE) {
+			if (!atomic_compare_exchange_strong(&s->state[i + n], &want, S_SENT))
+				break;
+			n++;
+		}
+		if (!n) {
+			i++;
+			continue;
+		}
+		ret = send_run(s, i, n, LM_F_PUSH);
+		if (ret)
+			return ret;
+		s->st.pages_push += n;
+		s->st.bytes_push += (uint64_t)n * s->page;
+		i += n;
+	}
+	return 0;
+}
+
+static int send_hashes(struct src *s)
+{
+	uint64_t *h = malloc(8192 * 8);
+
+	if (!h)
+		return -ENOMEM;
+	for (uint64_t first = 0; first < s->npages; first += 8192) {
+		uint64_t n = s->npages - first < 8192 ? s->npages - first : 8192;
+		struct lm_hashes hf = { .first = first, .count = (uint32_t)n };
+		int ret;
+
+		for (uint64_t i = 0; i < n; i++)
+			h[i] = lm_hash(s->back + (first + i) * s->page, s->page);
+		ret = lm_send(&s->m, LM_HASHES, first + n >= s->npages ? LM_F_LAST : 0, &hf, h,
+			      n * 8);
+		if (ret) {
+			free(h);
+			return ret;
+		}
+	}
+	free(h);
+	return 0;
+}
+
+static int wait_for(struct src *s, unsigned int type)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&s->m, &s->g, &f)))
+		if (f.h.type == type)
+			return 0;
+	return ret;
+}
+
+/* The destination went away before it ran the workload: keep it here. */
+static int abort_locally(struct src *s, const char *why)
+{
+	char err[160];
+
+	fprintf(stderr, "lm: migration aborted: %s; the workload resumes on the source\n", why);
+	wl_resume(&s->wl);
+	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->after_s * 1e9));
+	wl_pause(&s->wl);
+	wl_stop(&s->wl);
+	if (wl_check(s->view, s->size, err, sizeof(err))) {
+		fprintf(stderr, "lm: source: workload invariant broken: %s\n", err);
+		return LM_EXIT_VERIFY;
+	}
+	fprintf(stderr, "lm: source: workload ran on, %llu ops, invariants hold\n",
+		(unsigned long long)wl_ops(&s->wl));
+	return LM_EXIT_ABORTED;
+}
+
+static void inject(const struct src *s, const char *what)
+{
+	if (s->o->inject && !strcmp(s->o->inject, what)) {
+		fprintf(stderr, "lm: source: injected death (%s)\n", what);
+		_exit(9);
+	}
+}
+
+/* Everything after the switch-over; the destination owns the workload. */
+static int postcopy(struct src *s)
+{
+	int ret = 0;
+
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		ret = send_stale_list(s, s->o->mode == LM_MODE_MISSING ? &s->st.bytes_paused :
+				      &s->st.bytes_push);
+		inject(s, "die-postcopy");
+		if (!ret)
+			ret = push(s);
+	}
+	if (!ret && s->o->verify)
+		ret = send_hashes(s);
+	s->st.track = s->tr.kind;
+	if (!ret)
+		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
+	if (!ret)
+		ret = wait_for(s, LM_FIN);
+	if (s->urg_running) {
+		shutdown(s->urg.fd, SHUT_RDWR);
+		pthread_join(s->urg_tid, NULL);
+	}
+	return ret;
+}
+
+static int migrate(struct src *s)
+{
+	struct lm_hello h = {
+		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
+		.page_size = (uint32_t)s->page, .backing = s->o->backing,
+		.nthreads = s->o->wl.threads, .verify = s->o->verify, .boot = lm_boot_hash(),
+		.t_start_ns = s->t_start,
+	};
+	int ret;
+
+	ret = lm_send(&s->m, LM_HELLO, 0, &h, NULL, 0);
+	if (!ret)
+		ret = lm_send(&s->urg, LM_HELLO, LM_F_URGENT, &h, NULL, 0);
+	if (!ret)
+		ret = precopy(s);
+	if (ret)
+		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	pause_workload(s);
+	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
+		return abort_locally(s, "dirty tracking failed");
+	if (s->o->mode == LM_MODE_STOPCOPY) {
+		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
+				 &s->st.pages_paused);
+		if (!ret)
+			ret = send_switch(s);
+		if (!ret)
+			ret = wait_for(s, LM_RESUMED);
+		if (ret)
+			return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	} else if ((ret = send_switch(s))) {
+		return abort_locally(s, s->m.err);
+	}
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+			return LM_EXIT_USAGE;
+		s->urg_running = true;
+	}
+	/* past SWITCH the destination may run: no local resume any more */
+	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
+		ret = -EIO;
+	if (!ret)
+		ret = postcopy(s);
+	if (ret) {
+		fprintf(stderr, "lm: source: destination lost after the switch-over: %s\n",
+			s->m.err[0] ? s->m.err : strerror(-ret));
+		return LM_EXIT_PROTOCOL;
+	}
+	return LM_EXIT_OK;
+}
+
+static int setup(struct src *s, const struct lm_opts *o, int fd_main, int fd_urgent)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	ret = uffdm_region_create(&s->r, o->backing, o->size);
+	if (ret) {
+		fprintf(stderr, "lm: source: cannot create a %zu-byte region: %s\n", o->size,
+			strerror(-ret));
+		return ret;
+	}
+	s->view = uffdm_region_view(s->r);
+	s->back = uffdm_region_backing(s->r);
+	s->size = o->size;
+	s->page = uffdm_region_page_size(s->r);
+	s->npages = s->size / s->page;
+	s->g = (struct lm_geom){ .npages = s->npages, .page_size = (uint32_t)s->page };
+	s->dirty = calloc(1, (s->npages + 7) / 8);
+	s->state = calloc(s->npages, 1);
+	if (!s->dirty || !s->state)
+		return -ENOMEM;
+	lm_link_init(&s->link, o->bandwidth, o->rtt_ns);
+	ret = lm_conn_init(&s->m, fd_main, "main", &s->link, o->timeout_ms);
+	if (!ret)
+		ret = lm_conn_init(&s->urg, fd_urgent, "urgent", &s->link, 0);
+	return ret;
+}
+
+int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent)
+{
+	struct src *s = malloc(sizeof(*s));
+	int ret;
+
+	if (!s || setup(s, o, fd_main, fd_urgent))
+		return LM_EXIT_USAGE;
+	wl_format(s->view, s->size, &o->wl);
+	ret = lm_track_start(&s->tr, o->track, s->view, s->size, s->page);
+	if (ret) {
+		fprintf(stderr, "lm: source: dirty tracking '%s' unavailable: %s\n",
+			lm_track_name(o->track), strerror(-ret));
+		return LM_EXIT_USAGE;
+	}
+	lm_msg(o, "source: %zu MiB %s, %llu pages of %zu bytes, tracking %s\n",
+	       s->size >> 20, o->backing == UFFDM_SHMEM ? "shmem" : "hugetlb",
+	       (unsigned long long)s->npages, s->page, lm_track_name(s->tr.kind));
+	s->wl.rate = o->wl.rate;
+	ret = wl_start(&s->wl, s->view, s->size, s->back);
+	if (ret) {
+		fprintf(stderr, "lm: source: cannot start the workload: %s\n", strerror(-ret));
+		return LM_EXIT_USAGE;
+	}
+	s->t_start = lm_now_ns();
+	ret = migrate(s);
+	if (s->wl.running)
+		wl_stop(&s->wl);
+	lm_track_stop(&s->tr);
+	lm_conn_close(&s->m);
+	lm_conn_close(&s->urg);
+	uffdm_region_destroy(s->r);
+	return ret;
+}

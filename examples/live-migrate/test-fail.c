@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * lm end to end and when things break: each mode migrates and verifies; a
+ * source that dies mid-postcopy stops the destination's workload with exit
+ * 3; a destination that dies before the switch-over makes the source resume
+ * (exit 2); malformed frames close the connection with a message naming
+ * the frame (exit 5).  Each run is a child under a deadline: never a hang.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "lm.h"
+
+#define DEADLINE 90
+
+static int listener(char *addr, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+/* Run lm with args in a child whose stderr goes to errfile. */
+static pid_t spawn(const char *errfile, const char *const *args)
+{
+	pid_t pid = fork();
+	char *argv[40];
+	int n = 0;
+
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	alarm(DEADLINE);
+	if (errfile && !freopen(errfile, "w", stderr))
+		_exit(100);
+	if (!freopen("/dev/null", "w", stdout))
+		_exit(100);
+	argv[n++] = "lm";
+	while (*args && n < 39)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	n = lm_main(n, argv);
+	fflush(NULL);
+	_exit(n);
+}
+
+static int status_of(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+static bool file_has(const char *path, const char *word)
+{
+	char buf[8192] = { 0 };
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!strstr(buf, word))
+		print_message("# %s lacks '%s':\n%s\n", path, word, buf);
+	return strstr(buf, word) != NULL;
+}
+
+#define COMMON "--size", "4M", "--precopy", "0.2", "--after", "0.3", "--rounds", "2", \
+	"--stale", "0.2", "-q", "--timeout", "20000"
+
+/* dest and source; returns both exit statuses */
+static void migrate(const char *mode, const char *src_inject, const char *dst_inject,
+		    int *src_rc, int *dst_rc)
+{
+	char addr[64], lfd_s[16], src_inj[64], dst_inj[64];
+	int lfd = listener(addr, sizeof(addr));
+	pid_t d, s;
+
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	snprintf(src_inj, sizeof(src_inj), "%s", src_inject ? src_inject : "none");
+	snprintf(dst_inj, sizeof(dst_inj), "%s", dst_inject ? dst_inject : "none");
+	{
+		const char *da[] = { "dest", "--listen-fd", lfd_s, "--mode", mode, "--verify",
+				     "--inject", dst_inj, COMMON, NULL };
+		const char *sa[] = { "source", "--to", addr, "--mode", mode, "--verify",
+				     "--inject", src_inj, COMMON, NULL };
+
+		d = spawn("/tmp/lm-test-dest.err", da);
+		close(lfd);
+		s = spawn("/tmp/lm-test-src.err", sa);
+	}
+	*src_rc = status_of(s);
+	*dst_rc = status_of(d);
+}
+
+static void test_mode(const char *mode)
+{
+	int s, d;
+
+	migrate(mode, NULL, NULL, &s, &d);
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_int_equal(s, LM_EXIT_OK);
+}
+
+static void test_minor(void **state) { (void)state; test_mode("minor"); }
+
+/* 2 MiB pages: one stale record makes a whole huge page stale. */
+static void test_minor_hugetlb(void **state)
+{
+	char addr[64], lfd_s[16];
+	int lfd, s, d;
+	pid_t dp, sp;
+
+	(void)state;
+	if (uffdm_backing_page_size(UFFDM_HUGETLB) != 2u << 20 || access("/dev/hugepages", F_OK)) {
+		print_message("# no 2 MiB huge pages here\n");
+		skip();
+	}
+	lfd = listener(addr, sizeof(addr));
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	{
+		const char *da[] = { "dest", "--listen-fd", lfd_s, "--backing", "hugetlb",
+				     "--verify", "--size", "8M", "-q", NULL };
+		const char *sa[] = { "source", "--to", addr, "--backing", "hugetlb", "--verify",
+				     "--size", "8M", "--stale", "0.3", "--precopy", "0.2",
+				     "--after", "0.3", "-q", NULL };
+
+		dp = spawn("/tmp/lm-test-dest.err", da);
+		close(lfd);
+		sp = spawn("/tmp/lm-test-src.err", sa);
+	}
+	s = status_of(sp);
+	d = status_of(dp);
+	if (s == LM_EXIT_USAGE && file_has("/tmp/lm-test-src.err", "Cannot allocate")) {
+		print_message("# no free huge pages\n");
+		skip();
+	}
+	assert_int_equal(s, LM_EXIT_OK);
+	assert_int_equal(d, LM_EXIT_OK);
+}
+static void test_stopcopy(void **state) { (void)state; test_mode("stop-copy"); }
+static void test_missing(void **state) { (void)state; test_mode("postcopy-missing"); }
+
+static void source_dies(const char *mode)
+{
+	int s, d;
+
+	migrate(mode, "die-postcopy", NULL, &s, &d);
+	assert_int_equal(s, 9);
+	assert_int_equal(d, LM_EXIT_SOURCE_LOST);
+	assert_true(file_has("/tmp/lm-test-dest.err", "source lost during postcopy"));
+}
+
+static void test_source_dies_minor(void **state) { (void)state; source_dies("minor"); }
+static void test_source_dies_missing(void **state)
+{
+	(void)state;
+	source_dies("postcopy-missing");
+}
+
+static void test_dest_dies(void **state)
+{
+	int s, d;
+
+	(void)state;
+	migrate("minor", NULL, "die-precopy", &s, &d);
+	assert_int_equal(d, 9);
+	assert_int_equal(s, LM_EXIT_ABORTED);
+	assert_true(file_has("/tmp/lm-test-src.err", "migration aborted"));
+	assert_true(file_has("/tmp/lm-test-src.err", "invariants hold"));
+}
+
+/* Send raw bytes to a destination; it must refuse them by name. */
+static void garbage(const void *bytes, size_t len, const char *word)
+{
+	char addr[64], lfd_s[16];
+	int lfd = listener(addr, sizeof(addr)), fd;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	const char *da[] = { "dest", "--listen-fd", lfd_s, "-q", "--timeout", "3000", NULL };
+	pid_t d;
+
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	getsockname(lfd, (struct sockaddr *)&sa, &sl);
+	d = spawn("/tmp/lm-test-dest.err", da);
+	close(lfd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(write(fd, bytes, len), (ssize_t)len);
+	shutdown(fd, SHUT_WR);
+	assert_int_equal(status_of(d), LM_EXIT_PROTOCOL);
+	close(fd);
+	assert_true(file_has("/tmp/lm-test-dest.err", word));
+}
+
+static void test_malformed(void **state)
+{
+	static uint8_t b[256];
+	struct lm_hello h = { .version = LM_VERSION, .size = 1 << 20, .page_size = 4096,
+			      .nthreads = 2 };
+	struct lm_hdr *hd = (struct lm_hdr *)b;
+	size_t n;
+
+	(void)state;
+	n = lm_frame_encode(b, sizeof(b), LM_HELLO, 0, &h, NULL, 0);
+	garbage(b, n - 5, "truncated HELLO");
+	hd->magic = 0x12345678;
+	garbage(b, n, "bad frame magic");
+	n = lm_frame_encode(b, sizeof(b), LM_HELLO, 0, &h, NULL, 0);
+	hd->len = 1u << 30;
+	garbage(b, sizeof(*hd), "oversized HELLO");
+	h.page_size = 4095;
+	n = lm_frame_encode(b, sizeof(b), LM_HELLO, 0, &h, NULL, 0);
+	garbage(b, n, "malformed HELLO");
+	garbage(b, 7, "truncated frame header");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minor),
+		cmocka_unit_test(test_minor_hugetlb),
+		cmocka_unit_test(test_stopcopy),
+		cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_source_dies_minor),
+		cmocka_unit_test(test_source_dies_missing),
+		cmocka_unit_test(test_dest_dies),
+		cmocka_unit_test(test_malformed),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

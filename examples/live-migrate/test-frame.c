@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Frame parsing: every malformed frame is refused with a message naming it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "proto.h"
+
+static const struct lm_geom geom = { .npages = 100, .page_size = 4096 };
+static uint8_t buf[sizeof(struct lm_hdr) + LM_MAX_PAYLOAD];
+static uint8_t page[4096 * 2];
+static char err[200];
+
+static int decode(size_t len, const struct lm_geom *g)
+{
+	struct lm_frame f;
+
+	err[0] = 0;
+	return lm_frame_decode(buf, len, g, &f, err, sizeof(err));
+}
+
+static void expect(int ret, const char *word)
+{
+	assert_true(ret < 0);
+	if (!strstr(err, word))
+		fail_msg("error '%s' does not name '%s'", err, word);
+}
+
+static void test_valid(void **state)
+{
+	struct lm_hello h = { .version = LM_VERSION, .size = 1 << 20, .page_size = 4096,
+			      .nthreads = 2 };
+	struct lm_pages p = { .first = 98, .count = 2 };
+	struct lm_resp r = { .page = 5, .status = LM_RESP_DATA };
+	struct lm_geom none = { 0 };
+	size_t n;
+
+	(void)state;
+	n = lm_frame_encode(buf, sizeof(buf), LM_HELLO, 0, &h, NULL, 0);
+	assert_int_equal(decode(n, &none), 0);
+	n = lm_frame_encode(buf, sizeof(buf), LM_PAGES, LM_F_PUSH, &p, page, 2 * 4096);
+	assert_int_equal(decode(n, &geom), 0);
+	n = lm_frame_encode(buf, sizeof(buf), LM_RESP, 0, &r, page, 4096);
+	assert_int_equal(decode(n, &geom), 0);
+	n = lm_frame_encode(buf, sizeof(buf), LM_FIN, 0, NULL, NULL, 0);
+	assert_int_equal(decode(n, &geom), 0);
+}
+
+static void test_header(void **state)
+{
+	struct lm_req q = { .page = 1 };
+	struct lm_hdr *h = (struct lm_hdr *)buf;
+	size_t n;
+
+	(void)state;
+	expect(decode(10, &geom), "truncated frame header");
+	n = lm_frame_encode(buf, sizeof(buf), LM_REQ, 0, &q, NULL, 0);
+	h->magic ^= 1;
+	expect(decode(n, &geom), "magic");
+	h->magic ^= 1;
+	h->type = 77;
+	expect(decode(n, &geom), "unknown frame type 77");
+	h->type = LM_REQ;
+	h->flags = 0x100;
+	expect(decode(n, &geom), "REQ frame: unknown flags");
+	h->flags = 0;
+	h->len = 1u << 30;
+	expect(decode(n, &geom), "oversized REQ");
+	h->len = 4;
+	expect(decode(n, &geom), "short REQ");
+	h->len = sizeof(q);
+	expect(decode(n - 1, &geom), "truncated REQ");
+}
+
+static void test_payload(void **state)
+{
+	struct lm_pages p = { .first = 99, .count = 2 };
+	struct lm_stale s = { .first = 0, .nbits = 101 };
+	struct lm_resp r = { .page = 5, .status = 9 };
+	struct lm_hello h = { .version = LM_VERSION, .size = 1 << 20, .page_size = 3000,
+			      .nthreads = 2 };
+	struct lm_geom none = { 0 };
+	struct lm_req q = { .page = 100 };
+	size_t n;
+
+	(void)state;
+	n = lm_frame_encode(buf, sizeof(buf), LM_PAGES, 0, &p, page, 2 * 4096);
+	expect(decode(n, &geom), "malformed PAGES");
+	p.first = 0;
+	n = lm_frame_encode(buf, sizeof(buf), LM_PAGES, 0, &p, page, 4096);
+	expect(decode(n, &geom), "malformed PAGES");
+	n = lm_frame_encode(buf, sizeof(buf), LM_STALE, 0, &s, page, 13);
+	expect(decode(n, &geom), "malformed STALE");
+	n = lm_frame_encode(buf, sizeof(buf), LM_RESP, 0, &r, NULL, 0);
+	expect(decode(n, &geom), "malformed RESP");
+	n = lm_frame_encode(buf, sizeof(buf), LM_REQ, 0, &q, NULL, 0);
+	expect(decode(n, &geom), "malformed REQ");
+	n = lm_frame_encode(buf, sizeof(buf), LM_HELLO, 0, &h, NULL, 0);
+	expect(decode(n, &none), "malformed HELLO");
+	n = lm_frame_encode(buf, sizeof(buf), LM_REQ, 0, &q, NULL, 0);
+	expect(decode(n, &none), "REQ frame before HELLO");
+	n = lm_frame_encode(buf, sizeof(buf), LM_ROUND, 0, &q, page, 8);
+	expect(decode(n, &geom), "ROUND frame");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_header),
+		cmocka_unit_test(test_payload),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
