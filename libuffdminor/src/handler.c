@@ -374,14 +374,19 @@ int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffd
 	return 0;
 }
 
-static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pct)
+/*
+ * A bucket's value is its upper edge, which may lie above the largest
+ * sample: never report a percentile above the exact maximum.
+ */
+static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pct,
+			   uint64_t max)
 {
 	uint64_t want = (total * pct + 99) / 100, seen = 0;
 
 	for (unsigned int i = 0; i < HIST_BUCKETS; i++) {
 		seen += hist[i];
 		if (seen >= want && seen)
-			return hist_value(i);
+			return hist_value(i) < max ? hist_value(i) : max;
 	}
 	return 0;
 }
@@ -411,7 +416,8 @@ int uffdm_handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
 		.minor = c[C_MINOR], .missing = c[C_MISSING], .wp = c[C_WP],
 		.events = c[C_EVENTS], .resolved = c[C_RESOLVED], .failed = c[C_FAILED],
 		.eexist = c[C_EEXIST], .eagain = c[C_EAGAIN],
-		.p50_ns = percentile(hist, total, 50), .p99_ns = percentile(hist, total, 99),
+		.p50_ns = percentile(hist, total, 50, max),
+		.p99_ns = percentile(hist, total, 99, max),
 		.max_ns = max,
 	};
 	return 0;

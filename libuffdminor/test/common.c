@@ -350,4 +350,5 @@ void e2e_check(const struct mem_case *mc, struct e2e *e)
 	assert_int_equal(e->stats.resolved, total);
 	assert_int_equal(e->stats.failed, 0);
 	assert_true(e->stats.p50_ns <= e->stats.p99_ns);
+	assert_true(e->stats.p99_ns <= e->stats.max_ns);
 }
