@@ -29,6 +29,12 @@ expect "build-kernel: unknown tree" "unknown kernel tree '5.4'" \
 	"$vm/build-kernel" --kernel 5.4
 expect "build-kernel: unknown option" "unknown option '--frobnicate'" \
 	"$vm/build-kernel" --frobnicate
+expect "build-kernel: unknown variant" "unknown kernel variant 'nosuch': choose one of: kasan" \
+	"$vm/build-kernel" --variant nosuch
+expect "build-kernel: variant that is a path" "unknown kernel variant '../config'" \
+	"$vm/build-kernel" --variant ../config
+expect "run-guest: unknown variant" "unknown kernel variant 'nosuch'" \
+	"$vm/run-guest" --variant nosuch
 expect "run-guest: unknown suite" "no guest suite 'nosuch'" \
 	"$vm/run-guest" --suite nosuch
 expect "run-guest: non-numeric timeout" "take whole numbers" \

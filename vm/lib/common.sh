@@ -4,11 +4,14 @@
 # Environment:
 #   K513_CACHE   where kernel trees and builds are cached (outside the repo)
 #   K513_KERNEL  which linux-source tree to use: 6.1 (default) or 6.12
+#   K513_VARIANT a kernel variant: extra fragments from
+#                kernel-patches/config/variants/NAME/ (default: none)
 #   K513_BUILD   per-checkout outputs: initramfs, serial logs (default build/vm)
 
 K513_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K513_CACHE=${K513_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k513}
 K513_KERNEL=${K513_KERNEL:-6.1}
+K513_VARIANT=${K513_VARIANT:-}
 K513_BUILD=${K513_BUILD:-$K513_ROOT/build/vm}
 PROG=${PROG:-$(basename "$0")}
 
@@ -41,8 +44,10 @@ need_packages() {
 
 # Packages every part of the pipeline needs.
 # shellcheck disable=SC2034 # used by the scripts that source this file
+# clang and libclang-rt-dev: the libFuzzer run of lm's frame parser (clang
+# only recommends the runtime); gnuplot: lm --plot and the benchmark plots.
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
-	scdoc inotify-tools)
+	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox)
 # shellcheck disable=SC2034
 K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)
@@ -87,4 +92,23 @@ run_logged() {
 		die "$what failed (exit $rc); full log: $log"
 	fi
 	say "$what: done in $(($(date +%s) - start)) s"
+}
+
+# The variants there are: each directory under kernel-patches/config/variants.
+k513_variants() {
+	find "$K513_ROOT/kernel-patches/config/variants" -mindepth 1 -maxdepth 1 -type d \
+		-printf '%f\n' 2>/dev/null | LC_ALL=C sort | paste -sd ' ' -
+}
+
+# Refuse a variant that has no fragments, naming the ones there are.
+check_variant() {
+	[ -z "$K513_VARIANT" ] && return 0
+	case $K513_VARIANT in
+	*/* | .*) ;;
+	*)
+		find "$K513_ROOT/kernel-patches/config/variants/$K513_VARIANT" -maxdepth 1 \
+			-name '*.config' 2>/dev/null | grep -q . && return 0 ;;
+	esac
+	die "unknown kernel variant '$K513_VARIANT': choose one of: $(k513_variants)" \
+		"(fragments in kernel-patches/config/variants/NAME/)"
 }
