@@ -5,8 +5,11 @@
  * minor mode and minor mode's fault latency percentiles.
  *
  *   lm-bench [--sizes 64M,256M] [--stale 0.01,0.1,0.3] [--bandwidth 1G,10G]
- *            [--backing shmem|hugetlb] [--rtt 100us] [--precopy S] [--after S]
+ *            [--backing shmem|hugetlb] [--track T] [--rtt 100us] [--precopy S]
+ *            [--after S]
  */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,78 +60,142 @@ static void run(char **args, int nargs, struct row *r)
 		r->rc = r->rc ? r->rc : 99;
 }
 
-static int split(char *s, char **out, int max)
+#define MAX_LIST	16
+
+/* A comma-separated list into at most MAX_LIST items; -1 if empty or longer. */
+static int split(char *s, char **out)
 {
 	int n = 0;
 
-	for (char *t = strtok(s, ","); t && n < max; t = strtok(NULL, ","))
+	for (char *t = strtok(s, ","); t; t = strtok(NULL, ",")) {
+		if (n == MAX_LIST)
+			return -1;
 		out[n++] = t;
-	return n;
+	}
+	return n ? n : -1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: lm-bench [options]   migrate one workload in every mode for each point\n"
+"  --sizes LIST         region sizes, e.g. 64M,256M,1G (default 64M,128M)\n"
+"  --stale LIST         stale fractions at pause (default 0.01,0.1,0.3)\n"
+"  --bandwidth LIST     link rates in bits/s, e.g. 1G,10G (default 1G)\n"
+"  --backing B          shmem (default) or hugetlb\n"
+"  --track T            dirty tracking for lm (default auto)\n"
+"  --rtt T              link round trip (default 100us)\n"
+"  --precopy S          workload seconds before precopy (default 1)\n"
+"  --after S            workload seconds after resume (default 0.5)\n"
+"Each point runs lm run --verify in minor, stop-copy and postcopy-missing mode\n"
+"and prints downtime ratios against minor mode. Lists hold at most %d items.\n"
+"exit: 0 every run verified, 1 usage, 4 a run failed\n", MAX_LIST);
+}
+
+struct bench {
+	char *sizes[MAX_LIST], *stales[MAX_LIST], *bws[MAX_LIST];
+	int ns, nst, nb;
+	const char *backing, *track, *rtt, *precopy, *after;
+};
+
+static int parse(struct bench *b, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sizes", 1, NULL, 's' }, { "stale", 1, NULL, 'f' },
+		{ "bandwidth", 1, NULL, 'b' }, { "backing", 1, NULL, 'k' },
+		{ "track", 1, NULL, 't' }, { "rtt", 1, NULL, 'r' },
+		{ "precopy", 1, NULL, 'p' }, { "after", 1, NULL, 'a' },
+		{ "help", 0, NULL, 'h' }, { 0 }
+	};
+	static char def_sizes[] = "64M,128M", def_stales[] = "0.01,0.1,0.3", def_bws[] = "1G";
+	char *sizes = def_sizes, *stales = def_stales, *bws = def_bws;
+	int c;
+
+	*b = (struct bench){ .backing = "shmem", .track = "auto", .rtt = "100us",
+			     .precopy = "1", .after = "0.5" };
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': sizes = optarg; break;
+		case 'f': stales = optarg; break;
+		case 'b': bws = optarg; break;
+		case 'k': b->backing = optarg; break;
+		case 't': b->track = optarg; break;
+		case 'r': b->rtt = optarg; break;
+		case 'p': b->precopy = optarg; break;
+		case 'a': b->after = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lm-bench: unexpected argument '%s'; see lm-bench --help\n",
+			argv[optind]);
+		return -1;
+	}
+	b->ns = split(sizes, b->sizes);
+	b->nst = split(stales, b->stales);
+	b->nb = split(bws, b->bws);
+	if (b->ns < 0 || b->nst < 0 || b->nb < 0) {
+		fprintf(stderr, "lm-bench: --sizes, --stale and --bandwidth each take 1 to %d "
+			"comma-separated values\n", MAX_LIST);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One point of the sweep: the three modes on the same workload. Returns 0
+ * when all three verified, 1 when one failed, -1 when lm refused the options
+ * (exit 1): every other point would be refused too.
+ */
+static int point(const struct bench *b, char *size, char *stale, char *bw)
+{
+	struct row r[3];
+	bool ok = true;
+
+	for (int m = 0; m < 3; m++) {
+		char *args[] = { "lm", "run", "--mode", (char *)modes[m], "--size", size,
+			"--stale", stale, "--bandwidth", bw, "--rtt", (char *)b->rtt,
+			"--backing", (char *)b->backing, "--track", (char *)b->track,
+			"--precopy", (char *)b->precopy, "--after", (char *)b->after,
+			"--verify", "--row", "-q", NULL };
+
+		run(args, (int)(sizeof(args) / sizeof(args[0])) - 1, &r[m]);
+		if (r[m].rc == 1)
+			return -1;
+		if (r[m].rc)
+			fprintf(stderr, "lm-bench: %s %s %s: %s exited with status %d\n",
+				size, stale, bw, modes[m], r[m].rc);
+		ok &= !r[m].rc && !strcmp(r[m].verify, "ok");
+	}
+	printf("%-6s %-6s %-5s | %10.2f %10.2f %10.2f | %7.1fx %7.1fx | "
+	       "%9.0f %9.0f %9.0f | %s\n", size, stale, bw,
+	       r[0].downtime, r[1].downtime, r[2].downtime,
+	       r[0].downtime > 0 ? r[1].downtime / r[0].downtime : 0,
+	       r[0].downtime > 0 ? r[2].downtime / r[0].downtime : 0,
+	       r[0].p50, r[0].p99, r[0].max, ok ? "all pages ok" : "FAILED");
+	fflush(stdout);
+	return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
-	char sizes_s[256] = "64M,128M", stales_s[256] = "0.01,0.1,0.3", bws_s[256] = "1G";
-	const char *backing = "shmem", *rtt = "100us", *precopy = "1", *after = "0.5";
-	char *sizes[16], *stales[16], *bws[16];
-	int ns, nst, nb, failed = 0;
+	struct bench b;
+	int failed = 0;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--sizes"))
-			snprintf(sizes_s, sizeof(sizes_s), "%s", argv[i + 1]);
-		else if (!strcmp(argv[i], "--stale"))
-			snprintf(stales_s, sizeof(stales_s), "%s", argv[i + 1]);
-		else if (!strcmp(argv[i], "--bandwidth"))
-			snprintf(bws_s, sizeof(bws_s), "%s", argv[i + 1]);
-		else if (!strcmp(argv[i], "--backing"))
-			backing = argv[i + 1];
-		else if (!strcmp(argv[i], "--rtt"))
-			rtt = argv[i + 1];
-		else if (!strcmp(argv[i], "--precopy"))
-			precopy = argv[i + 1];
-		else if (!strcmp(argv[i], "--after"))
-			after = argv[i + 1];
-		else {
-			fprintf(stderr, "lm-bench: unknown option '%s'\n", argv[i]);
-			return 1;
-		}
-	}
-	if (argc % 2 == 0) {
-		fprintf(stderr, "lm-bench: option '%s' needs a value\n", argv[argc - 1]);
+	if (parse(&b, argc, argv))
 		return 1;
-	}
-	ns = split(sizes_s, sizes, 16);
-	nst = split(stales_s, stales, 16);
-	nb = split(bws_s, bws, 16);
 	printf("%-6s %-6s %-5s | %10s %10s %10s | %8s %8s | %9s %9s %9s | %s\n", "size", "stale",
 	       "link", "minor-ms", "stopcp-ms", "missing-ms", "sc/minor", "pm/minor", "p50-us",
 	       "p99-us", "max-us", "verify");
-	for (int a = 0; a < ns; a++)
-		for (int b = 0; b < nst; b++)
-			for (int c = 0; c < nb; c++) {
-				struct row r[3];
-				bool ok = true;
+	for (int i = 0; i < b.ns; i++)
+		for (int j = 0; j < b.nst; j++)
+			for (int k = 0; k < b.nb; k++) {
+				int ret = point(&b, b.sizes[i], b.stales[j], b.bws[k]);
 
-				for (int m = 0; m < 3; m++) {
-					char *args[] = { "lm", "run", "--mode", (char *)modes[m],
-						"--size", sizes[a], "--stale", stales[b],
-						"--bandwidth", bws[c], "--rtt", (char *)rtt,
-						"--backing", (char *)backing, "--precopy",
-						(char *)precopy, "--after", (char *)after,
-						"--verify", "--row", "-q", NULL };
-
-					run(args, 21, &r[m]);
-					ok &= !r[m].rc && !strcmp(r[m].verify, "ok");
-				}
-				failed += !ok;
-				printf("%-6s %-6s %-5s | %10.2f %10.2f %10.2f | %7.1fx %7.1fx | "
-				       "%9.0f %9.0f %9.0f | %s\n", sizes[a], stales[b], bws[c],
-				       r[0].downtime, r[1].downtime, r[2].downtime,
-				       r[0].downtime > 0 ? r[1].downtime / r[0].downtime : 0,
-				       r[0].downtime > 0 ? r[2].downtime / r[0].downtime : 0,
-				       r[0].p50, r[0].p99, r[0].max, ok ? "all pages ok" :
-				       "FAILED");
-				fflush(stdout);
+				if (ret < 0)
+					return 1;
+				failed += ret;
 			}
 	return failed ? 4 : 0;
 }
