@@ -1,0 +1,35 @@
+# shellcheck shell=sh
+# The live-migration sweep on the guest kernel: memory size x stale fraction
+# x link rate, each point migrated in all three modes with --verify.
+# 2 GiB of guest RAM holds a 512 MiB source and its destination.
+# vm/run-guest --suite lm-bench --meson-build build --timeout 2400
+# shellcheck source=vm/guest/lib.sh
+. /lib/k513/lib.sh
+
+# bench NAME ARGS...: one lm-bench run; its verdict (every page verified
+# in every run) is a result.
+bench() {
+	name=$1
+	shift
+	echo "K513-BENCH begin lm-bench $*"
+	lm-bench "$@" </dev/null >/tmp/lm-bench.out 2>&1
+	rc=$?
+	sed 's/^/K513-BENCH /' /tmp/lm-bench.out
+	echo "K513-BENCH end"
+	if [ "$rc" -eq 0 ]; then
+		echo "K513-RESULT lm-bench $name PASS"
+	else
+		echo "K513-RESULT lm-bench $name FAIL lm-bench exited with status $rc"
+	fi | tee -a "$RESULTS"
+}
+
+track() {
+	lm run --backing "$1" --size 4M --precopy 0.1 --after 0.1 2>&1 >/dev/null |
+		sed -n 's/.*tracking \([a-z-]*\).*/\1/p' | head -n 1
+}
+
+echo "K513-BENCH kernel $(uname -r); dirty tracking: shmem $(track shmem), hugetlb $(track hugetlb)"
+bench shmem --sizes 64M,256M,512M --stale 0.01,0.1,0.3 --bandwidth 1G,10G --precopy 0.5 --after 0.3
+# 192 huge pages: a 128 MiB source and its destination take 128.
+bench hugetlb --backing hugetlb --sizes 64M,128M --stale 0.1 --bandwidth 1G --precopy 0.5 --after 0.3
+finish
