@@ -170,6 +170,19 @@ static inline void bit_set(uint8_t *b, uint64_t i)
 	b[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
+/*
+ * A write that changes nothing, for probes: the page sees a write fault.
+ * The zero is hidden from the compiler: clang turns an atomic add of a
+ * constant 0 into a fenced load, which writes nothing.
+ */
+static inline void lm_write_same(void *p)
+{
+	uint64_t zero = 0;
+
+	__asm__("" : "+r"(zero));
+	__atomic_fetch_add((uint64_t *)p, zero, __ATOMIC_SEQ_CST);
+}
+
 uint64_t lm_boot_hash(void);
 void lm_msg(const struct lm_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -118,7 +118,7 @@ static bool soft_dirty_works(struct lm_tracker *t)
 
 	if (clear_refs())
 		return false;
-	__atomic_fetch_add((uint64_t *)(t->view + 64), 0, __ATOMIC_SEQ_CST);
+	lm_write_same(t->view + 64);
 	return pread(t->pagemap_fd, &e, 8, off) == 8 && (e & PM_SOFT_DIRTY);
 }
 
