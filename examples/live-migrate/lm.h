@@ -101,6 +101,7 @@ struct lm_tracker {
 	size_t size, page;
 	struct uffdm *u;	/* PAGEMAP_SCAN: the WP_ASYNC descriptor */
 	int pagemap_fd;
+	int pagemap_err;	/* why pagemap_fd is -1 */
 	uint64_t *buf;
 	size_t buf_len;
 };

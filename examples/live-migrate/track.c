@@ -42,6 +42,11 @@ static const char *const names[LM_TRACK_END] = {
 	[LM_TRACK_NONE] = "none",
 };
 
+/* auto: the first that starts; none never fails */
+static const enum lm_track_kind auto_order[] = {
+	LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_NONE,
+};
+
 const char *lm_track_name(unsigned int kind)
 {
 	return kind < LM_TRACK_END ? names[kind] : "auto";
@@ -126,8 +131,11 @@ static int start_scan(struct lm_tracker *t)
 {
 	uint64_t f = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_HUGETLBFS_SHMEM |
 		     UFFD_FEATURE_WP_UNPOPULATED;
-	int ret = uffdm_open(&t->u, 0, f);
+	int ret;
 
+	if (t->pagemap_fd < 0)
+		return t->pagemap_err;
+	ret = uffdm_open(&t->u, 0, f);
 	if (ret)
 		return ret;
 	ret = uffdm_range_register(t->u, t->view, t->size,
@@ -141,6 +149,38 @@ static int start_scan(struct lm_tracker *t)
 	return ret;
 }
 
+static int start_soft_dirty(struct lm_tracker *t)
+{
+	if (t->pagemap_fd < 0)
+		return t->pagemap_err;
+	return soft_dirty_works(t) ? clear_refs() : -EOPNOTSUPP;
+}
+
+static int start_kind(struct lm_tracker *t, enum lm_track_kind k)
+{
+	switch (k) {
+	case LM_TRACK_PAGEMAP_SCAN:
+		return start_scan(t);
+	case LM_TRACK_SOFT_DIRTY:
+		return start_soft_dirty(t);
+	default:
+		return 0;
+	}
+}
+
+/* Without pagemap only the kinds that read it fail. */
+static int open_pagemap(struct lm_tracker *t)
+{
+	t->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (t->pagemap_fd < 0) {
+		t->pagemap_err = -errno;
+		return 0;
+	}
+	t->buf_len = t->size / 4096 > SCAN_VEC * 3 ? t->size / 4096 : SCAN_VEC * 3;
+	t->buf = calloc(t->buf_len, 8);
+	return t->buf ? 0 : -ENOMEM;
+}
+
 int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_t size,
 		   size_t page)
 {
@@ -151,30 +191,20 @@ int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_
 	t->size = size;
 	t->page = page;
 	t->kind = LM_TRACK_NONE;
-	t->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (t->pagemap_fd < 0)
-		return want == LM_TRACK_END || want == LM_TRACK_NONE ? 0 : -errno;
-	t->buf_len = size / 4096 > SCAN_VEC * 3 ? size / 4096 : SCAN_VEC * 3;
-	t->buf = calloc(t->buf_len, 8);
-	if (!t->buf)
-		return -ENOMEM;
-	if (want == LM_TRACK_END || want == LM_TRACK_PAGEMAP_SCAN) {
-		ret = start_scan(t);
-		if (!ret) {
-			t->kind = LM_TRACK_PAGEMAP_SCAN;
-			return 0;
-		}
-		if (want != LM_TRACK_END)
-			return ret;
+	ret = open_pagemap(t);
+	if (ret)
+		return ret;
+	if (want != LM_TRACK_END) {
+		ret = start_kind(t, want);
+		if (!ret)
+			t->kind = want;
+		return ret;
 	}
-	if (want == LM_TRACK_END || want == LM_TRACK_SOFT_DIRTY) {
-		if (soft_dirty_works(t)) {
-			t->kind = LM_TRACK_SOFT_DIRTY;
-			return clear_refs();
+	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
+		if (!start_kind(t, auto_order[i])) {
+			t->kind = auto_order[i];
+			break;
 		}
-		if (want != LM_TRACK_END)
-			return -EOPNOTSUPP;
-	}
 	return 0;
 }
 
