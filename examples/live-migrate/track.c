@@ -5,7 +5,11 @@
  *                 re-protect in one ioctl, no pause of the writers;
  *   soft-dirty    /proc/self/pagemap bit 55 + clear_refs "4": a write between
  *                 the read and the clear would be lost, so writers pause;
+ *   uffd-wp       synchronous write-protect faults (5.19+, track-wp.c): the
+ *                 first write to a page in a round waits for our thread;
+ *                 writers pause while the view is protected again;
  *   none          every page is dirty in every round.
+ * Soft-dirty fails its probe on hugetlbfs, so there 6.1 gets uffd-wp.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,12 +43,12 @@ struct pm_scan_arg {
 
 static const char *const names[LM_TRACK_END] = {
 	[LM_TRACK_PAGEMAP_SCAN] = "pagemap-scan", [LM_TRACK_SOFT_DIRTY] = "soft-dirty",
-	[LM_TRACK_NONE] = "none",
+	[LM_TRACK_NONE] = "none", [LM_TRACK_UFFD_WP] = "uffd-wp",
 };
 
 /* auto: the first that starts; none never fails */
 static const enum lm_track_kind auto_order[] = {
-	LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_NONE,
+	LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_UFFD_WP, LM_TRACK_NONE,
 };
 
 const char *lm_track_name(unsigned int kind)
@@ -163,12 +167,14 @@ static int start_kind(struct lm_tracker *t, enum lm_track_kind k)
 		return start_scan(t);
 	case LM_TRACK_SOFT_DIRTY:
 		return start_soft_dirty(t);
+	case LM_TRACK_UFFD_WP:
+		return lm_wp_start(t);
 	default:
 		return 0;
 	}
 }
 
-/* Without pagemap only the kinds that read it fail. */
+/* Without pagemap only the kinds that read it fail: uffd-wp needs none. */
 static int open_pagemap(struct lm_tracker *t)
 {
 	t->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -208,9 +214,10 @@ int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_
 	return 0;
 }
 
+/* Both read and then re-arm: a write in between would be lost. */
 bool lm_track_needs_quiesce(const struct lm_tracker *t)
 {
-	return t->kind == LM_TRACK_SOFT_DIRTY;
+	return t->kind == LM_TRACK_SOFT_DIRTY || t->kind == LM_TRACK_UFFD_WP;
 }
 
 int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
@@ -220,6 +227,8 @@ int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
 		return scan(t, bitmap, last);
 	case LM_TRACK_SOFT_DIRTY:
 		return soft_dirty(t, bitmap, last);
+	case LM_TRACK_UFFD_WP:
+		return lm_wp_collect(t, bitmap, last);
 	default:
 		memset(bitmap, 0xff, (t->size / t->page + 7) / 8);
 		return 0;
@@ -228,6 +237,7 @@ int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
 
 void lm_track_stop(struct lm_tracker *t)
 {
+	lm_wp_stop(t);
 	if (t->u) {
 		uffdm_range_unregister(t->u, t->view, t->size);
 		uffdm_close(t->u);
