@@ -251,6 +251,29 @@ static void test_stop_under_writes(void **state)
 	uffdm_region_destroy(r);
 }
 
+/*
+ * auto never falls to none where uffd-wp works: on 6.1 hugetlb, without
+ * PAGEMAP_SCAN and with soft-dirty failing its probe, it must pick uffd-wp.
+ */
+static void test_auto(void **state)
+{
+	const struct tcase *c = *state;
+	struct uffdm_region *r = region(c, c->backing == UFFDM_SHMEM ? 64 : 2);
+	struct lm_tracker t;
+	struct uffdm_probe p;
+
+	assert_int_equal(uffdm_probe(&p), 0);
+	assert_int_equal(lm_track_start(&t, LM_TRACK_END, uffdm_region_view(r),
+					uffdm_region_size(r), uffdm_region_page_size(r)), 0);
+	print_message("# auto on %s: %s\n", backing_name(c->backing), lm_track_name(t.kind));
+	if (uffdm_probe_has(&p, UFFD_FEATURE_WP_ASYNC))
+		assert_int_equal(t.kind, LM_TRACK_PAGEMAP_SCAN);
+	else if (uffdm_probe_has(&p, UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
+		assert_true(t.kind == LM_TRACK_SOFT_DIRTY || t.kind == LM_TRACK_UFFD_WP);
+	lm_track_stop(&t);
+	uffdm_region_destroy(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +287,8 @@ int main(void)
 		ROW(test_no_lost_write, sd_shmem),
 		ROW(test_stop_under_writes, wp_shmem),
 		ROW(test_stop_under_writes, wp_hugetlb),
+		ROW(test_auto, wp_shmem),
+		ROW(test_auto, wp_hugetlb),
 	};
 
 	alarm(DEADLINE);
