@@ -93,14 +93,22 @@ uint64_t lm_hash(const void *p, size_t n);
 
 /* ---- dirty tracking --------------------------------------------------- */
 
-enum lm_track_kind { LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_NONE, LM_TRACK_END };
+/* The values go on the wire (lm_done.track): add before LM_TRACK_END only. */
+enum lm_track_kind {
+	LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_NONE, LM_TRACK_UFFD_WP,
+	LM_TRACK_END
+};
+
+struct lm_wp;
 
 struct lm_tracker {
 	enum lm_track_kind kind;
 	uint8_t *view;
 	size_t size, page;
-	struct uffdm *u;	/* PAGEMAP_SCAN: the WP_ASYNC descriptor */
+	struct uffdm *u;	/* PAGEMAP_SCAN: WP_ASYNC; uffd-wp: synchronous WP */
+	struct lm_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
 	int pagemap_fd;
+	int pagemap_err;	/* why pagemap_fd is -1 */
 	uint64_t *buf;
 	size_t buf_len;
 };
@@ -115,6 +123,11 @@ int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_
 int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
 bool lm_track_needs_quiesce(const struct lm_tracker *t);
 void lm_track_stop(struct lm_tracker *t);
+
+/* track-wp.c: the uffd-wp kind, for track.c */
+int lm_wp_start(struct lm_tracker *t);
+int lm_wp_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
+void lm_wp_stop(struct lm_tracker *t);
 
 /* ---- options and report ------------------------------------------------ */
 
@@ -168,6 +181,19 @@ static inline bool bit_get(const uint8_t *b, uint64_t i)
 static inline void bit_set(uint8_t *b, uint64_t i)
 {
 	b[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
+/*
+ * A write that changes nothing, for probes: the page sees a write fault.
+ * The zero is hidden from the compiler: clang turns an atomic add of a
+ * constant 0 into a fenced load, which writes nothing.
+ */
+static inline void lm_write_same(void *p)
+{
+	uint64_t zero = 0;
+
+	__asm__("" : "+r"(zero));
+	__atomic_fetch_add((uint64_t *)p, zero, __ATOMIC_SEQ_CST);
 }
 
 uint64_t lm_boot_hash(void);

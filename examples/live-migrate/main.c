@@ -35,7 +35,7 @@ static void usage(FILE *f)
 "  --stale F            shorthand: every write in a hot set of fraction F\n"
 "  --rate OPS           writes per second per thread (default: flat out)\n"
 "  --rounds N           precopy rounds (default 3)\n"
-"  --track T            auto, pagemap-scan, soft-dirty, none\n"
+"  --track T            auto (default), pagemap-scan, soft-dirty, uffd-wp, none\n"
 "  --bandwidth R[kMG]   link rate in bits/s (default unlimited)\n"
 "  --rtt T[us|ms|s]     link round trip (same machine only: it uses send times)\n"
 "  --precopy S          workload seconds before the first round (default 1)\n"

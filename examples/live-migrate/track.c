@@ -5,7 +5,11 @@
  *                 re-protect in one ioctl, no pause of the writers;
  *   soft-dirty    /proc/self/pagemap bit 55 + clear_refs "4": a write between
  *                 the read and the clear would be lost, so writers pause;
+ *   uffd-wp       synchronous write-protect faults (5.19+, track-wp.c): the
+ *                 first write to a page in a round waits for our thread;
+ *                 writers pause while the view is protected again;
  *   none          every page is dirty in every round.
+ * Soft-dirty fails its probe on hugetlbfs, so there 6.1 gets uffd-wp.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +43,12 @@ struct pm_scan_arg {
 
 static const char *const names[LM_TRACK_END] = {
 	[LM_TRACK_PAGEMAP_SCAN] = "pagemap-scan", [LM_TRACK_SOFT_DIRTY] = "soft-dirty",
-	[LM_TRACK_NONE] = "none",
+	[LM_TRACK_NONE] = "none", [LM_TRACK_UFFD_WP] = "uffd-wp",
+};
+
+/* auto: the first that starts; none never fails */
+static const enum lm_track_kind auto_order[] = {
+	LM_TRACK_PAGEMAP_SCAN, LM_TRACK_SOFT_DIRTY, LM_TRACK_UFFD_WP, LM_TRACK_NONE,
 };
 
 const char *lm_track_name(unsigned int kind)
@@ -118,7 +127,7 @@ static bool soft_dirty_works(struct lm_tracker *t)
 
 	if (clear_refs())
 		return false;
-	__atomic_fetch_add((uint64_t *)(t->view + 64), 0, __ATOMIC_SEQ_CST);
+	lm_write_same(t->view + 64);
 	return pread(t->pagemap_fd, &e, 8, off) == 8 && (e & PM_SOFT_DIRTY);
 }
 
@@ -126,8 +135,11 @@ static int start_scan(struct lm_tracker *t)
 {
 	uint64_t f = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_HUGETLBFS_SHMEM |
 		     UFFD_FEATURE_WP_UNPOPULATED;
-	int ret = uffdm_open(&t->u, 0, f);
+	int ret;
 
+	if (t->pagemap_fd < 0)
+		return t->pagemap_err;
+	ret = uffdm_open(&t->u, 0, f);
 	if (ret)
 		return ret;
 	ret = uffdm_range_register(t->u, t->view, t->size,
@@ -141,6 +153,40 @@ static int start_scan(struct lm_tracker *t)
 	return ret;
 }
 
+static int start_soft_dirty(struct lm_tracker *t)
+{
+	if (t->pagemap_fd < 0)
+		return t->pagemap_err;
+	return soft_dirty_works(t) ? clear_refs() : -EOPNOTSUPP;
+}
+
+static int start_kind(struct lm_tracker *t, enum lm_track_kind k)
+{
+	switch (k) {
+	case LM_TRACK_PAGEMAP_SCAN:
+		return start_scan(t);
+	case LM_TRACK_SOFT_DIRTY:
+		return start_soft_dirty(t);
+	case LM_TRACK_UFFD_WP:
+		return lm_wp_start(t);
+	default:
+		return 0;
+	}
+}
+
+/* Without pagemap only the kinds that read it fail: uffd-wp needs none. */
+static int open_pagemap(struct lm_tracker *t)
+{
+	t->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (t->pagemap_fd < 0) {
+		t->pagemap_err = -errno;
+		return 0;
+	}
+	t->buf_len = t->size / 4096 > SCAN_VEC * 3 ? t->size / 4096 : SCAN_VEC * 3;
+	t->buf = calloc(t->buf_len, 8);
+	return t->buf ? 0 : -ENOMEM;
+}
+
 int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_t size,
 		   size_t page)
 {
@@ -151,36 +197,27 @@ int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_
 	t->size = size;
 	t->page = page;
 	t->kind = LM_TRACK_NONE;
-	t->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (t->pagemap_fd < 0)
-		return want == LM_TRACK_END || want == LM_TRACK_NONE ? 0 : -errno;
-	t->buf_len = size / 4096 > SCAN_VEC * 3 ? size / 4096 : SCAN_VEC * 3;
-	t->buf = calloc(t->buf_len, 8);
-	if (!t->buf)
-		return -ENOMEM;
-	if (want == LM_TRACK_END || want == LM_TRACK_PAGEMAP_SCAN) {
-		ret = start_scan(t);
-		if (!ret) {
-			t->kind = LM_TRACK_PAGEMAP_SCAN;
-			return 0;
-		}
-		if (want != LM_TRACK_END)
-			return ret;
+	ret = open_pagemap(t);
+	if (ret)
+		return ret;
+	if (want != LM_TRACK_END) {
+		ret = start_kind(t, want);
+		if (!ret)
+			t->kind = want;
+		return ret;
 	}
-	if (want == LM_TRACK_END || want == LM_TRACK_SOFT_DIRTY) {
-		if (soft_dirty_works(t)) {
-			t->kind = LM_TRACK_SOFT_DIRTY;
-			return clear_refs();
+	for (size_t i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++)
+		if (!start_kind(t, auto_order[i])) {
+			t->kind = auto_order[i];
+			break;
 		}
-		if (want != LM_TRACK_END)
-			return -EOPNOTSUPP;
-	}
 	return 0;
 }
 
+/* Both read and then re-arm: a write in between would be lost. */
 bool lm_track_needs_quiesce(const struct lm_tracker *t)
 {
-	return t->kind == LM_TRACK_SOFT_DIRTY;
+	return t->kind == LM_TRACK_SOFT_DIRTY || t->kind == LM_TRACK_UFFD_WP;
 }
 
 int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
@@ -190,6 +227,8 @@ int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
 		return scan(t, bitmap, last);
 	case LM_TRACK_SOFT_DIRTY:
 		return soft_dirty(t, bitmap, last);
+	case LM_TRACK_UFFD_WP:
+		return lm_wp_collect(t, bitmap, last);
 	default:
 		memset(bitmap, 0xff, (t->size / t->page + 7) / 8);
 		return 0;
@@ -198,6 +237,7 @@ int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
 
 void lm_track_stop(struct lm_tracker *t)
 {
+	lm_wp_stop(t);
 	if (t->u) {
 		uffdm_range_unregister(t->u, t->view, t->size);
 		uffdm_close(t->u);
