@@ -12,9 +12,12 @@ bench() {
 	name=$1
 	shift
 	echo "K513-BENCH begin lm-bench $*"
-	lm-bench "$@" </dev/null >/tmp/lm-bench.out 2>&1
-	rc=$?
-	sed 's/^/K513-BENCH /' /tmp/lm-bench.out
+	# each row as it comes: a point can take a minute under TCG
+	{
+		lm-bench "$@" </dev/null 2>&1
+		echo "$?" >/tmp/lm-bench.rc
+	} | sed 's/^/K513-BENCH /'
+	rc=$(cat /tmp/lm-bench.rc)
 	echo "K513-BENCH end"
 	if [ "$rc" -eq 0 ]; then
 		echo "K513-RESULT lm-bench $name PASS"
