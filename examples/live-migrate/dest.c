@@ -743,7 +743,13 @@ static int accept_hello(struct dst *d, int lfd, struct lm_conn *c, const char *n
 	struct lm_frame f;
 	int fd, ret;
 
-	if (poll(&p, 1, d->o->timeout_ms) <= 0) {
+	/*
+	 * A destination waits for its source like any server: the source
+	 * formats and tracks its memory before it connects, which takes
+	 * seconds per GiB of fresh memory. Once the main connection is up,
+	 * the urgent one follows at once.
+	 */
+	if (poll(&p, 1, urgent ? d->o->timeout_ms : -1) <= 0) {
 		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name,
 			d->o->timeout_ms);
 		return -ETIMEDOUT;

@@ -168,7 +168,9 @@ struct lm_report {
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
 int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
 
-int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent);
+/* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
+int lm_connect(const char *addr);
+int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
 int lm_main(int argc, char **argv);
 

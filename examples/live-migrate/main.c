@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -44,7 +45,8 @@ static void usage(FILE *f)
 "  --json               the report as JSON\n"
 "  --row                the report as one table row (see 'lm row-header')\n"
 "  --plot FILE.png      a timeline of transfer rate and fault latency (gnuplot)\n"
-"  --timeout MS         a connection idle this long is dead (default 10000)\n"
+"  --timeout MS         a connection idle this long is dead (default 10000);\n"
+"                       dest waits for its source's first connection unbounded\n"
 "  --handler-threads N  destination fault handler threads (default 2)\n"
 "  --listen-fd N        dest: an inherited listening socket (tests)\n"
 "  -q, --quiet          no progress lines\n"
@@ -274,7 +276,7 @@ static int listen_on(const char *addr)
 	return fd;
 }
 
-static int connect_to(const char *addr)
+int lm_connect(const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -294,14 +296,6 @@ static int connect_to(const char *addr)
 	return fd;
 }
 
-static int run_source(const struct lm_opts *o, const char *addr)
-{
-	int m = connect_to(addr), u = m < 0 ? -1 : connect_to(addr);
-
-	if (m < 0 || u < 0)
-		return LM_EXIT_USAGE;
-	return lm_source(o, m, u);
-}
 
 /* Source in this process, destination in a child, over loopback. */
 static int run_both(const struct lm_opts *o)
@@ -319,10 +313,15 @@ static int run_both(const struct lm_opts *o)
 	pid = fork();
 	if (pid < 0)
 		return LM_EXIT_USAGE;
-	if (pid == 0)
+	if (pid == 0) {
+		/* it waits for its source without limit: not past our death */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() == 1)
+			_exit(LM_EXIT_ABORTED);
 		_exit(lm_dest(o, lfd));
+	}
 	close(lfd);
-	src = run_source(o, addr);
+	src = lm_source(o, addr);
 	if (src == LM_EXIT_USAGE)
 		kill(pid, SIGTERM);	/* it would wait for a source that never comes */
 	if (waitpid(pid, &status, 0) < 0)
@@ -368,7 +367,7 @@ int lm_main(int argc, char **argv)
 	if (!strcmp(cmd, "run"))
 		return run_both(&o);
 	if (!strcmp(cmd, "source"))
-		return run_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
+		return lm_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
 	if (!strcmp(cmd, "dest")) {
 		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
 		return lfd < 0 ? LM_EXIT_USAGE : lm_dest(&o, lfd);

@@ -420,7 +420,7 @@ static int migrate(struct src *s)
 	return LM_EXIT_OK;
 }
 
-static int setup(struct src *s, const struct lm_opts *o, int fd_main, int fd_urgent)
+static int setup(struct src *s, const struct lm_opts *o)
 {
 	int ret;
 
@@ -443,18 +443,35 @@ static int setup(struct src *s, const struct lm_opts *o, int fd_main, int fd_urg
 	if (!s->dirty || !s->state)
 		return -ENOMEM;
 	lm_link_init(&s->link, o->bandwidth, o->rtt_ns);
-	ret = lm_conn_init(&s->m, fd_main, "main", &s->link, o->timeout_ms);
-	if (!ret)
-		ret = lm_conn_init(&s->urg, fd_urgent, "urgent", &s->link, 0);
-	return ret;
+	return 0;
 }
 
-int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent)
+/*
+ * Connect only once the memory is formatted and tracked: for gigabytes that
+ * takes seconds, and the destination counts a silent connection as dead
+ * after --timeout.
+ */
+static int connect_both(struct src *s, const char *addr)
+{
+	int m = lm_connect(addr), u = m < 0 ? -1 : lm_connect(addr);
+
+	if (m < 0 || u < 0) {
+		if (m >= 0)
+			close(m);
+		return -ECONNREFUSED;
+	}
+	if (lm_conn_init(&s->m, m, "main", &s->link, s->o->timeout_ms) ||
+	    lm_conn_init(&s->urg, u, "urgent", &s->link, 0))
+		return -ENOMEM;
+	return 0;
+}
+
+int lm_source(const struct lm_opts *o, const char *addr)
 {
 	struct src *s = malloc(sizeof(*s));
 	int ret;
 
-	if (!s || setup(s, o, fd_main, fd_urgent))
+	if (!s || setup(s, o))
 		return LM_EXIT_USAGE;
 	wl_format(s->view, s->size, &o->wl);
 	ret = lm_track_start(&s->tr, o->track, s->view, s->size, s->page);
@@ -463,6 +480,8 @@ int lm_source(const struct lm_opts *o, int fd_main, int fd_urgent)
 			lm_track_name(o->track), strerror(-ret));
 		return LM_EXIT_USAGE;
 	}
+	if (connect_both(s, addr))
+		return LM_EXIT_USAGE;
 	lm_msg(o, "source: %zu MiB %s, %llu pages of %zu bytes, tracking %s\n",
 	       s->size >> 20, o->backing == UFFDM_SHMEM ? "shmem" : "hugetlb",
 	       (unsigned long long)s->npages, s->page, lm_track_name(s->tr.kind));
