@@ -272,6 +272,30 @@ static void test_malformed(void **state)
 	garbage(b, 7, "truncated frame header");
 }
 
+/* --plot: a PNG timeline; --json: one object with the numbers. */
+static void test_plot_json(void **state)
+{
+	const char *png = "/tmp/lm-test-plot.png";
+	const char *args[] = { "run", "--mode", "minor", "--verify", "--json", "--plot", png,
+			       COMMON, NULL };
+	unsigned char magic[8] = { 0 };
+	FILE *f;
+
+	(void)state;
+	if (system("command -v gnuplot >/dev/null 2>&1"))
+		K513_SKIP("gnuplot is not installed (apt-get install gnuplot-nox)");
+	unlink(png);
+	assert_int_equal(status_of(spawn("/tmp/lm-test-run.err", "/tmp/lm-test-run.out", args)),
+			 0);
+	assert_true(file_has("/tmp/lm-test-run.out", "\"downtime_ms\""));
+	f = fopen(png, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(magic, 1, 8, f), 8);
+	fclose(f);
+	assert_memory_equal(magic, "\x89PNG\r\n\x1a\n", 8);
+	unlink(png);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_source_dies_missing),
 		cmocka_unit_test(test_dest_dies),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_plot_json),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
