@@ -716,6 +716,7 @@ static int finish(struct dst *d)
 	rep.ops_before = d->sw.ops_before;
 	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
 	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
+	rep.transit_ms = rep.clocks_shared ? (double)(d->t_switch - d->sw.t_send_ns) / 1e6 : -1;
 	rep.faults = atomic_load(&d->faults);
 	rep.faults_demand = atomic_load(&d->demand);
 	latency(d, &rep);

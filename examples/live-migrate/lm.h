@@ -159,6 +159,7 @@ struct lm_report {
 	double downtime_ms, total_ms, postcopy_ms;
 	double ops_before, ops_after;
 	double src_pause_ms, dst_resume_ms;	/* parts of the downtime */
+	double transit_ms;	/* SWITCH queued, paced and in flight; -1: clocks differ */
 	uint64_t faults, faults_demand;
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
 	uint64_t verified, mismatched;

@@ -27,6 +27,9 @@ static void table(const struct lm_report *r)
 	       r->clocks_shared ? "" : " (clocks not shared: sum of both sides)");
 	printf("  of which           %.3f ms source pause to SWITCH sent, %.3f ms SWITCH "
 	       "received to resume\n", r->src_pause_ms, r->dst_resume_ms);
+	/* pacing, socket buffers and the frames queued ahead of SWITCH */
+	if (r->transit_ms >= 0)
+		printf("                     %.3f ms SWITCH in transit\n", r->transit_ms);
 	printf("total time           %.1f ms (precopy %.1f ms, postcopy %.1f ms)\n",
 	       r->total_ms, (double)s->t_precopy_ns / 1e6, r->postcopy_ms);
 	printf("precopy              %.2f MiB, %llu pages, %llu rounds\n",
@@ -57,11 +60,12 @@ static void json(const struct lm_report *r)
 	printf("{\"mode\":\"%s\",\"size\":%llu,\"page_size\":%llu,\"pages\":%llu,"
 	       "\"tracking\":\"%s\",\"stale_pages\":%llu,\"downtime_ms\":%.3f,"
 	       "\"src_pause_to_switch_ms\":%.3f,\"dst_switch_to_resume_ms\":%.3f,"
+	       "\"switch_transit_ms\":%.3f,"
 	       "\"total_ms\":%.1f,\"postcopy_ms\":%.1f,\"precopy_ms\":%.1f,",
 	       lm_mode_name(r->mode), (unsigned long long)r->size,
 	       (unsigned long long)r->page_size, (unsigned long long)r->npages,
 	       lm_track_name(s->track), (unsigned long long)r->stale, r->downtime_ms, r->src_pause_ms,
-	       r->dst_resume_ms,
+	       r->dst_resume_ms, r->transit_ms,
 	       r->total_ms, r->postcopy_ms, (double)s->t_precopy_ns / 1e6);
 	printf("\"bytes\":{\"precopy\":%llu,\"paused\":%llu,\"push\":%llu,\"demand\":%llu},"
 	       "\"pages_push\":%llu,\"pages_demand\":%llu,\"requests\":%llu,\"rounds\":%llu,",

@@ -288,6 +288,7 @@ static void test_plot_json(void **state)
 	assert_int_equal(status_of(spawn("/tmp/lm-test-run.err", "/tmp/lm-test-run.out", args)),
 			 0);
 	assert_true(file_has("/tmp/lm-test-run.out", "\"downtime_ms\""));
+	assert_true(file_has("/tmp/lm-test-run.out", "\"switch_transit_ms\""));
 	f = fopen(png, "rb");
 	assert_non_null(f);
 	assert_int_equal(fread(magic, 1, 8, f), 8);
