@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * kfence-report: read KFENCE reports from /dev/kmsg or saved logs and print
- * one record per report, as text, JSON lines or one line each.
+ * one record per report (text, JSON lines, one line each) or buckets with
+ * counts; as a collector, resume after a restart from a cursor file.
  */
+#include "fleet.h"
 #include "report.h"
 
 #include <errno.h>
@@ -11,53 +13,144 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 enum format { FMT_TEXT, FMT_JSON, FMT_BRIEF };
 
-struct out {
+struct ctx {
 	enum format format;
 	unsigned long n;
+	struct kfr_meta meta;
+	struct kfr_buckets *buckets;	/* --summary */
+	struct kfr_symbols *syms;	/* --vmlinux */
+	struct kfr_cursor cursor;
+	const char *cursor_path;	/* --cursor */
+	long max_per_boot;		/* -1: no cap */
+	bool live;			/* reading /dev/kmsg: seen = now */
+	struct kfr_parser *parser;
+	long long next_seq;		/* first record not read yet */
+	int status;
 };
 
 static void usage(FILE *f)
 {
-	fputs("usage: kfence-report [--json|--brief] [FILE...]\n"
-	      "       kfence-report [--json|--brief] --kmsg [--follow]\n"
+	fputs("usage: kfence-report [OPTION...] [FILE...]\n"
+	      "       kfence-report [OPTION...] --kmsg[=PATH] [--follow] [--cursor FILE]\n"
+	      "       kfence-report --stats[=PATH] [--json]\n"
 	      "\n"
 	      "Print one record per KFENCE report found in kernel logs: dmesg\n"
-	      "output, serial console logs, syslog files (FILE, or standard input\n"
-	      "when none or '-'), or the kernel's log buffer (--kmsg).\n"
+	      "output, serial console logs, journal and syslog files, Android and\n"
+	      "netconsole logs (FILE, or standard input when none or '-'), or the\n"
+	      "kernel's log buffer (--kmsg).\n"
 	      "\n"
-	      "  -j, --json    one JSON object per report and line\n"
-	      "  -b, --brief   one line per report: time kind access function\n"
-	      "                object cache completeness\n"
-	      "  -k, --kmsg    read /dev/kmsg (root, or kernel.dmesg_restrict=0)\n"
-	      "  -f, --follow  with --kmsg: keep waiting for new reports\n"
-	      "  -h, --help    this text\n"
+	      "  -j, --json            one JSON object per report and line (schema 2)\n"
+	      "  -b, --brief           one line per report: time kind access function\n"
+	      "                        object cache completeness title\n"
+	      "  -s, --summary[=N]     buckets (title and top N frames, default 3) with\n"
+	      "                        counts and first/last seen, instead of records\n"
+	      "  -k, --kmsg[=PATH]     read /dev/kmsg (root, or kernel.dmesg_restrict=0),\n"
+	      "                        or a file of /dev/kmsg records\n"
+	      "  -f, --follow          with --kmsg: keep waiting for new reports\n"
+	      "  -c, --cursor FILE     with --kmsg: resume after the last report printed\n"
+	      "                        by an earlier run of this boot; keep FILE current\n"
+	      "  -m, --max-per-boot N  print at most N reports per boot (with --cursor,\n"
+	      "                        across restarts); count the others\n"
+	      "      --boot-id ID      the boot the records belong to (--kmsg: read from\n"
+	      "                        /proc/sys/kernel/random/boot_id)\n"
+	      "      --host NAME       the host name to put on each record (--kmsg:\n"
+	      "                        this machine's)\n"
+	      "  -S, --stats[=PATH]    print KFENCE's statistics\n"
+	      "                        (/sys/kernel/debug/kfence/stats) and exit\n"
+	      "  -V, --vmlinux FILE    add file:line to each frame (nm, addr2line)\n"
+	      "  -h, --help            this text\n"
 	      "\n"
 	      "Exit status: 0 when the input was read (with or without reports),\n"
 	      "1 when it could not be, 2 on a usage error.\n", f);
 }
 
+static void seen_now(char *buf, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+}
+
+/* The first record a restart must read again: a report still open. */
+static long long resume_seq(const struct ctx *c)
+{
+	long long s = c->next_seq;
+
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		if (c->parser->slots[i].active && c->parser->slots[i].cur.seq >= 0 &&
+		    c->parser->slots[i].cur.seq < s)
+			s = c->parser->slots[i].cur.seq;
+	return s;
+}
+
+static void save_cursor(struct ctx *c)
+{
+	if (!c->cursor_path || c->next_seq < 0)
+		return;
+	kfr_cursor_advance(&c->cursor, resume_seq(c));
+	if (kfr_cursor_save(&c->cursor, c->cursor_path))
+		c->status = 1;
+}
+
 static void print_report(const struct kfr_report *r, void *arg)
 {
-	struct out *o = arg;
+	struct ctx *c = arg;
+	char seen[64];
 
-	o->n++;
-	switch (o->format) {
-	case FMT_JSON:
-		kfr_print_json(stdout, r);
-		break;
-	case FMT_BRIEF:
-		kfr_print_brief(stdout, r);
-		break;
-	default:
-		kfr_print_text(stdout, r, o->n);
-		break;
+	if (c->cursor_path && r->seq >= 0 && kfr_cursor_done(&c->cursor, r->seq))
+		return;	/* printed before the restart */
+	if (c->max_per_boot >= 0 && c->cursor.emitted >= (unsigned long)c->max_per_boot) {
+		if (!c->cursor.suppressed++)
+			fprintf(stderr, "kfence-report: %ld reports printed this boot "
+				"(--max-per-boot): counting the rest\n", c->max_per_boot);
+		kfr_cursor_mark(&c->cursor, r->seq);
+		save_cursor(c);
+		return;
 	}
-	/* a follower's reader wants each report as it comes */
-	fflush(stdout);
+	c->cursor.emitted++;
+	c->n++;
+	if (c->syms)
+		kfr_symbolize(c->syms, (struct kfr_report *)r);	/* ours until we return */
+	if (c->buckets) {
+		if (c->live)
+			seen_now(seen, sizeof(seen));
+		else if (r->wallclock)
+			snprintf(seen, sizeof(seen), "%s", r->wallclock);
+		else if (r->time)
+			snprintf(seen, sizeof(seen), "%s s", r->time);
+		else
+			snprintf(seen, sizeof(seen), "line %lu", r->line);
+		kfr_buckets_add(c->buckets, r, seen);
+	} else {
+		switch (c->format) {
+		case FMT_JSON:
+			kfr_print_json(stdout, r, &c->meta);
+			break;
+		case FMT_BRIEF:
+			kfr_print_brief(stdout, r);
+			break;
+		default:
+			kfr_print_text(stdout, r, c->n);
+			break;
+		}
+		/* a follower's reader wants each report as it comes, and the
+		 * cursor must not run ahead of what was written
+		 */
+		if (fflush(stdout)) {
+			fprintf(stderr, "kfence-report: writing the output: %s\n", strerror(errno));
+			exit(1);
+		}
+	}
+	kfr_cursor_mark(&c->cursor, r->seq);
+	save_cursor(c);
 }
 
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
@@ -93,28 +186,79 @@ static int read_file(struct kfr_parser *p, const char *path)
 	return ret;
 }
 
-/*
- * /dev/kmsg returns one record per read(): "prio,seq,usec,flags;text\n"
- * followed by " KEY=value" lines, which are not the message.
- */
-static int read_kmsg(struct kfr_parser *p, bool follow)
+/* The sequence number of a /dev/kmsg record, or -1. */
+static long long record_seq(const char *rec)
 {
-	char buf[16384];
-	ssize_t n;
-	char *nl;
-	int fd = open("/dev/kmsg", O_RDONLY | (follow ? 0 : O_NONBLOCK));
+	long long seq;
+	int prio;
 
-	if (fd < 0) {
-		fprintf(stderr, "kfence-report: cannot open /dev/kmsg: %s%s\n", strerror(errno),
+	return sscanf(rec, "%d,%lld,", &prio, &seq) == 2 ? seq : -1;
+}
+
+/* One /dev/kmsg record: skip what the cursor says was read, then parse. */
+static void kmsg_record(struct ctx *c, char *rec)
+{
+	long long seq = record_seq(rec);
+
+	if (rec[0] == ' ')
+		return;	/* " KEY=value" dictionary lines of a saved kmsg */
+	rec[strcspn(rec, "\n")] = '\0';
+	if (seq >= 0 && c->cursor.next_seq >= 0 && seq < c->cursor.next_seq)
+		return;
+	if (seq >= 0 && c->cursor.next_seq >= 0 && c->next_seq < 0 &&
+	    seq > c->cursor.next_seq) {
+		fprintf(stderr, "kfence-report: records %lld-%lld were overwritten before they "
+			"were read\n", c->cursor.next_seq, seq - 1);
+		kfr_parser_lost(c->parser);
+	}
+	kfr_parser_line(c->parser, rec);
+	if (seq >= 0)
+		c->next_seq = seq + 1;
+}
+
+static int open_kmsg(const char *path, bool follow)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NONBLOCK));
+
+	if (fd < 0)
+		fprintf(stderr, "kfence-report: cannot open %s: %s%s\n", path, strerror(errno),
 			errno == EACCES || errno == EPERM ?
 			" (run as root, or set kernel.dmesg_restrict=0)" : "");
+	return fd;
+}
+
+/*
+ * /dev/kmsg returns one record per read(): "prio,seq,usec,flags;text\n"
+ * followed by " KEY=value" lines, which are not the message. A saved
+ * copy (a regular file) holds the same records one per line.
+ */
+static int read_kmsg(struct ctx *c, const char *path, bool follow)
+{
+	char buf[16384];
+	struct stat st;
+	ssize_t n;
+	int fd = open_kmsg(path, follow);
+
+	if (fd < 0)
 		return 1;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		FILE *f = fdopen(fd, "r");
+		char *line = NULL;
+		size_t cap = 0;
+
+		while (f && getline(&line, &cap, f) >= 0)
+			kmsg_record(c, line);
+		free(line);
+		if (f)
+			fclose(f);
+		return 0;
 	}
 	for (;;) {
 		n = read(fd, buf, sizeof(buf) - 1);
 		if (n < 0 && errno == EPIPE) {
 			/* the ring buffer overwrote records we had not read */
-			fprintf(stderr, "kfence-report: /dev/kmsg: records were lost\n");
+			fprintf(stderr, "kfence-report: %s: records were lost\n", path);
+			kfr_parser_lost(c->parser);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -122,50 +266,112 @@ static int read_kmsg(struct kfr_parser *p, bool follow)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n < 0) {
-			fprintf(stderr, "kfence-report: reading /dev/kmsg: %s\n", strerror(errno));
+			fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
 			close(fd);
 			return 1;
 		}
 		if (n == 0)
 			break;
 		buf[n] = '\0';
-		nl = strchr(buf, '\n');
-		if (nl)
-			*nl = '\0';
-		kfr_parser_line(p, buf);
+		kmsg_record(c, buf);
 	}
 	close(fd);
 	return 0;
 }
 
+static char *read_line_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return NULL;
+	if (!fgets(buf, (int)size, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf[0] ? buf : NULL;
+}
+
+static bool parse_long(const char *s, long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	return !errno && end != s && !*end && *v >= 0;
+}
+
 int main(int argc, char **argv)
 {
+	enum { OPT_BOOT_ID = 256, OPT_HOST };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "brief", no_argument, NULL, 'b' },
-		{ "kmsg", no_argument, NULL, 'k' },
+		{ "summary", optional_argument, NULL, 's' },
+		{ "kmsg", optional_argument, NULL, 'k' },
 		{ "follow", no_argument, NULL, 'f' },
+		{ "cursor", required_argument, NULL, 'c' },
+		{ "max-per-boot", required_argument, NULL, 'm' },
+		{ "boot-id", required_argument, NULL, OPT_BOOT_ID },
+		{ "host", required_argument, NULL, OPT_HOST },
+		{ "stats", optional_argument, NULL, 'S' },
+		{ "vmlinux", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct out o = { .format = FMT_TEXT };
+	struct ctx c = { .format = FMT_TEXT, .max_per_boot = -1, .next_seq = -1 };
 	struct kfr_parser p;
-	bool kmsg = false, follow = false;
-	int c, ret = 0;
+	const char *kmsg = NULL, *stats = NULL, *vmlinux = NULL;
+	char boot[64], host[256], release[128];
+	struct utsname un;
+	bool follow = false, stats_default = false;
+	long frames = -1, v;
+	int opt, ret = 0;
 
-	while ((c = getopt_long(argc, argv, "jbkfh", opts, NULL)) != -1) {
-		switch (c) {
+	while ((opt = getopt_long(argc, argv, "jbs::k::fc:m:S::V:h", opts, NULL)) != -1) {
+		switch (opt) {
 		case 'j':
-			o.format = FMT_JSON;
+			c.format = FMT_JSON;
 			break;
 		case 'b':
-			o.format = FMT_BRIEF;
+			c.format = FMT_BRIEF;
+			break;
+		case 's':
+			frames = 3;
+			if (optarg && (!parse_long(optarg, &frames) || !frames || frames > 16)) {
+				fprintf(stderr, "kfence-report: --summary=%s: want 1 to 16 frames\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'k':
-			kmsg = true;
+			kmsg = optarg ? optarg : "/dev/kmsg";
 			break;
 		case 'f':
 			follow = true;
+			break;
+		case 'c':
+			c.cursor_path = optarg;
+			break;
+		case 'm':
+			if (!parse_long(optarg, &v)) {
+				fprintf(stderr, "kfence-report: --max-per-boot %s: not a count\n", optarg);
+				return 2;
+			}
+			c.max_per_boot = v;
+			break;
+		case OPT_BOOT_ID:
+			c.meta.boot_id = optarg;
+			break;
+		case OPT_HOST:
+			c.meta.host = optarg;
+			break;
+		case 'S':
+			stats = optarg ? optarg : "/sys/kernel/debug/kfence/stats";
+			stats_default = !optarg;
+			break;
+		case 'V':
+			vmlinux = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -175,21 +381,73 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (follow && !kmsg) {
-		fputs("kfence-report: --follow needs --kmsg\n", stderr);
+	if (stats)
+		return kfr_stats(stdout, stats, stats_default ?
+				 "/sys/module/kfence/parameters/sample_interval" : NULL,
+				 c.format == FMT_JSON);
+	if ((follow || c.cursor_path) && !kmsg) {
+		fprintf(stderr, "kfence-report: --%s needs --kmsg\n", follow ? "follow" : "cursor");
 		return 2;
 	}
 	if (kmsg && optind < argc) {
 		fputs("kfence-report: --kmsg reads no files\n", stderr);
 		return 2;
 	}
-	kfr_parser_init(&p, print_report, &o);
+	if (follow && frames > 0) {
+		fputs("kfence-report: --summary prints at the end of the input: not with --follow\n",
+		      stderr);
+		return 2;
+	}
+	if (vmlinux && !(c.syms = kfr_symbols_open(vmlinux)))
+		return 1;
+	if (kmsg) {
+		c.live = !strcmp(kmsg, "/dev/kmsg");
+		if (!c.meta.boot_id && c.live)
+			c.meta.boot_id = read_line_file("/proc/sys/kernel/random/boot_id", boot,
+							sizeof(boot));
+		if (!c.meta.host && c.live && !gethostname(host, sizeof(host)))
+			c.meta.host = host;
+		if (c.live && !uname(&un)) {
+			snprintf(release, sizeof(release), "%s", un.release);
+			c.meta.release = release;
+		}
+	}
+	if (c.cursor_path) {
+		if (!c.meta.boot_id) {
+			fputs("kfence-report: --cursor needs the boot id: give --boot-id\n", stderr);
+			return 2;
+		}
+		if (kfr_cursor_load(&c.cursor, c.cursor_path, c.meta.boot_id) < 0)
+			return 1;
+	}
+	if (frames > 0)
+		c.buckets = kfr_buckets_new((int)frames);
+	kfr_parser_init(&p, print_report, &c);
+	c.parser = &p;
 	if (kmsg)
-		ret = read_kmsg(&p, follow);
+		ret = read_kmsg(&c, kmsg, follow);
 	else if (optind == argc)
 		ret = read_stream(&p, stdin, "standard input");
-	for (; optind < argc; optind++)
+	for (; optind < argc; optind++) {
 		ret |= read_file(&p, argv[optind]);
-	kfr_parser_finish(&p);
-	return ret;
+		/* a report cut at the end of one file must not swallow the next */
+		kfr_parser_finish(&p);
+	}
+	/* A collector with a cursor leaves a report still being printed to
+	 * its next run, which reads it again from its title.
+	 */
+	if (c.cursor_path)
+		save_cursor(&c);
+	else
+		kfr_parser_finish(&p);
+	if (c.buckets) {
+		kfr_buckets_print(stdout, c.buckets, c.format == FMT_JSON);
+		kfr_buckets_free(c.buckets);
+	}
+	if (c.cursor.suppressed)
+		fprintf(stderr, "kfence-report: %lu reports this boot not printed "
+			"(--max-per-boot %ld)\n", c.cursor.suppressed, c.max_per_boot);
+	kfr_parser_free(&p);
+	kfr_symbols_close(c.syms);
+	return ret | c.status;
 }

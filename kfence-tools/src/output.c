@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Printing parsed reports: text for people, JSON lines for tools, and one
- * line per report for scripts (grep, awk).
+ * Printing parsed reports: text for people, JSON lines for tools (schema
+ * KFR_SCHEMA, documented in kfence-report(1): every field is always there
+ * with one type, null when unknown), one line per report for scripts, and
+ * the corpus tests' canonical form.
  */
 #include "report.h"
 
@@ -18,7 +20,7 @@ static const char *or_dash(const char *s)
  * is any bytes), so bytes above 0x7f are escaped as \u00XX: always valid
  * JSON, exact for ASCII, Latin-1 for the rest.
  */
-static void json_str(FILE *f, const char *s)
+void kfr_json_str(FILE *f, const char *s)
 {
 	const unsigned char *c;
 
@@ -38,19 +40,16 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Seconds as the kernel prints them, or a string if they are not a number. */
+/* Seconds as the kernel prints them: a JSON number, or null. */
 static void json_seconds(FILE *f, const char *s)
 {
 	size_t i = strspn(s ? s : "", "0123456789");
 
-	if (!s) {
-		fputs("null", f);
-	} else if (i && (!s[i] || (s[i] == '.' && s[i + 1] &&
-				  !s[i + 1 + strspn(s + i + 1, "0123456789")]))) {
+	if (s && i && (!s[i] || (s[i] == '.' && s[i + 1] &&
+				 !s[i + 1 + strspn(s + i + 1, "0123456789")])))
 		fputs(s, f);
-	} else {
-		json_str(f, s);
-	}
+	else
+		fputs("null", f);
 }
 
 static void json_key(FILE *f, const char *key, bool first)
@@ -58,22 +57,37 @@ static void json_key(FILE *f, const char *key, bool first)
 	fprintf(f, "%s\"%s\":", first ? "" : ",", key);
 }
 
-static void json_int(FILE *f, const char *key, long v, bool known)
+static void json_skey(FILE *f, const char *key, const char *v)
+{
+	json_key(f, key, false);
+	kfr_json_str(f, v);
+}
+
+static void json_int(FILE *f, const char *key, long long v, bool known)
 {
 	json_key(f, key, false);
 	if (known)
-		fprintf(f, "%ld", v);
+		fprintf(f, "%lld", v);
 	else
 		fputs("null", f);
 }
 
 static void json_stack(FILE *f, const struct kfr_stack *st)
 {
+	json_key(f, "stack", false);
 	fputc('[', f);
 	for (size_t i = 0; i < st->n; i++) {
 		if (i)
 			fputc(',', f);
-		json_str(f, st->frames[i]);
+		kfr_json_str(f, st->frames[i]);
+	}
+	fputc(']', f);
+	json_key(f, "stack_src", false);
+	fputc('[', f);
+	for (size_t i = 0; i < st->n; i++) {
+		if (i)
+			fputc(',', f);
+		kfr_json_str(f, st->src[i]);
 	}
 	fputc(']', f);
 }
@@ -85,80 +99,101 @@ static void json_track(FILE *f, const char *key, const struct kfr_track *t)
 		fputs("null", f);
 		return;
 	}
-	fprintf(f, "{\"pid\":%d,\"cpu\":%d,\"time\":", t->pid, t->cpu);
+	fputc('{', f);
+	json_int(f, "pid", t->pid, t->pid >= 0);
+	json_int(f, "cpu", t->cpu, t->cpu >= 0);
+	json_key(f, "time", false);
 	json_seconds(f, t->time);
-	fputs(",\"stack\":", f);
+	json_key(f, "rcu", false);
+	fputs(t->rcu ? "true" : "false", f);
 	json_stack(f, &t->stack);
 	fputc('}', f);
 }
 
-void kfr_print_json(FILE *f, const struct kfr_report *r)
+void kfr_print_json(FILE *f, const struct kfr_report *r, const struct kfr_meta *m)
 {
+	const char *host = m && m->host ? m->host : r->host;
+	const char *release = r->release ? r->release : m ? m->release : NULL;
+
 	fputc('{', f);
-	json_key(f, "kind", true);
-	json_str(f, r->kind);
-	json_key(f, "access", false);
-	json_str(f, r->access);
-	json_key(f, "function", false);
-	json_str(f, r->function);
-	json_key(f, "location", false);
-	json_str(f, r->location);
-	json_key(f, "module", false);
-	json_str(f, r->module);
-	json_key(f, "address", false);
-	json_str(f, r->address);
+	json_key(f, "schema", true);
+	fprintf(f, "%d", KFR_SCHEMA);
+	json_skey(f, "kind", r->kind);
+	json_skey(f, "access", r->access);
+	json_skey(f, "title", r->title);
+	json_skey(f, "bad_access", r->bad_access);
+	json_skey(f, "guilty", r->guilty);
+	json_skey(f, "function", r->function);
+	json_skey(f, "location", r->location);
+	json_skey(f, "module", r->module);
+	json_skey(f, "address", r->address);
 	json_int(f, "offset", r->offset, r->has_offset);
-	json_key(f, "side", false);
-	json_str(f, r->side);
+	json_skey(f, "side", r->side);
 	json_int(f, "object", r->object, r->object >= 0);
-	json_key(f, "object_start", false);
-	json_str(f, r->object_start);
-	json_key(f, "object_end", false);
-	json_str(f, r->object_end);
+	json_skey(f, "object_start", r->object_start);
+	json_skey(f, "object_end", r->object_end);
 	json_int(f, "size", r->size, r->size >= 0);
-	json_key(f, "cache", false);
-	json_str(f, r->cache);
-	json_key(f, "corrupted", false);
-	json_str(f, r->corrupted);
-	json_key(f, "stack", false);
+	json_skey(f, "cache", r->cache);
+	json_skey(f, "corrupted", r->corrupted);
 	json_stack(f, &r->stack);
 	json_track(f, "alloc", &r->alloc);
 	json_track(f, "free", &r->free);
 	json_int(f, "cpu", r->cpu, r->cpu >= 0);
+	json_int(f, "uid", r->uid, r->uid >= 0);
 	json_int(f, "pid", r->pid, r->pid >= 0);
-	json_key(f, "comm", false);
-	json_str(f, r->comm);
+	json_skey(f, "comm", r->comm);
+	json_skey(f, "taint", r->taint);
+	json_skey(f, "release", release);
+	json_skey(f, "host", host);
+	json_skey(f, "boot_id", m ? m->boot_id : NULL);
 	json_key(f, "time", false);
 	json_seconds(f, r->time);
-	json_int(f, "line", (long)r->line, true);
+	json_skey(f, "wallclock", r->wallclock);
+	json_skey(f, "caller", r->caller);
+	json_int(f, "seq", r->seq, r->seq >= 0);
+	json_int(f, "line", (long long)r->line, true);
 	json_key(f, "complete", false);
 	fputs(r->complete ? "true" : "false", f);
+	json_skey(f, "reason", r->reason);
 	fputs("}\n", f);
 }
 
 static void text_stack(FILE *f, const struct kfr_stack *st)
 {
-	for (size_t i = 0; i < st->n; i++)
-		fprintf(f, "    %s\n", st->frames[i]);
+	for (size_t i = 0; i < st->n; i++) {
+		fprintf(f, "    %s", st->frames[i]);
+		if (st->src[i])
+			fprintf(f, "  %s", st->src[i]);
+		fputc('\n', f);
+	}
 }
 
 static void text_track(FILE *f, const char *verb, const struct kfr_track *t)
 {
 	if (!t->present)
 		return;
-	fprintf(f, "  %s by task %d on cpu %d at %s s:\n", verb, t->pid, t->cpu,
-		or_dash(t->time));
+	fprintf(f, "  %s by task %d", verb, t->pid);
+	if (t->cpu >= 0)
+		fprintf(f, " on cpu %d", t->cpu);
+	if (t->time)
+		fprintf(f, " at %s s", t->time);
+	fputs(":\n", f);
 	text_stack(f, &t->stack);
 }
 
 void kfr_print_text(FILE *f, const struct kfr_report *r, unsigned long n)
 {
-	fprintf(f, "report %lu: %s%s%s in %s%s\n", n, r->kind,
-		r->access ? " " : "", r->access ? r->access : "",
-		or_dash(r->function), r->complete ? "" : " (incomplete)");
+	fprintf(f, "report %lu: %s", n, or_dash(r->title));
+	if (!r->complete)
+		fprintf(f, " (incomplete: %s)", or_dash(r->reason));
+	fputc('\n', f);
+	if (r->function && (!r->guilty || strcmp(r->function, r->guilty)))
+		fprintf(f, "  KFENCE named %s\n", r->location);
 	fprintf(f, "  time %s s, input line %lu", or_dash(r->time), r->line);
 	if (r->pid >= 0)
 		fprintf(f, ", task %d (%s) on cpu %d", r->pid, or_dash(r->comm), r->cpu);
+	if (r->release)
+		fprintf(f, ", kernel %s", r->release);
 	fputc('\n', f);
 	fprintf(f, "  address %s", or_dash(r->address));
 	if (r->has_offset)
@@ -181,10 +216,11 @@ void kfr_print_text(FILE *f, const struct kfr_report *r, unsigned long n)
 		text_stack(f, &r->stack);
 	}
 	text_track(f, "allocated", &r->alloc);
-	text_track(f, "freed", &r->free);
+	text_track(f, r->free.rcu ? "rcu freeing" : "freed", &r->free);
 	fputc('\n', f);
 }
 
+/* time kind access function object cache completeness title */
 void kfr_print_brief(FILE *f, const struct kfr_report *r)
 {
 	fprintf(f, "%s %s %s %s", or_dash(r->time), or_dash(r->kind),
@@ -193,5 +229,57 @@ void kfr_print_brief(FILE *f, const struct kfr_report *r)
 		fprintf(f, " kfence-#%ld", r->object);
 	else
 		fputs(" -", f);
-	fprintf(f, " %s %s\n", or_dash(r->cache), r->complete ? "complete" : "incomplete");
+	fprintf(f, " %s %s%s%s %s\n", or_dash(r->cache),
+		r->complete ? "complete" : "incomplete", r->reason ? ":" : "",
+		r->reason ? r->reason : "", or_dash(r->title));
+}
+
+static void expect_stack(FILE *f, const char *name, const struct kfr_stack *st)
+{
+	fprintf(f, "%s:%s\n", name, st->n ? "" : " -");
+	for (size_t i = 0; i < st->n; i++)
+		fprintf(f, "  %s\n", st->frames[i]);
+}
+
+static void expect_track(FILE *f, const char *name, const struct kfr_track *t)
+{
+	char sub[32];
+
+	if (!t->present) {
+		fprintf(f, "%s: -\n", name);
+		return;
+	}
+	fprintf(f, "%s: pid %d cpu %d time %s%s\n", name, t->pid, t->cpu,
+		or_dash(t->time), t->rcu ? " rcu" : "");
+	snprintf(sub, sizeof(sub), "%s_stack", name);
+	expect_stack(f, sub, &t->stack);
+}
+
+void kfr_print_expect(FILE *f, const struct kfr_report *r)
+{
+	fprintf(f, "title: %s\n", or_dash(r->title));
+	fprintf(f, "bad_access: %s\n", or_dash(r->bad_access));
+	fprintf(f, "kind: %s\n", or_dash(r->kind));
+	fprintf(f, "access: %s\n", or_dash(r->access));
+	fprintf(f, "function: %s\n", or_dash(r->function));
+	fprintf(f, "module: %s\n", or_dash(r->module));
+	fprintf(f, "address: %s\n", or_dash(r->address));
+	if (r->has_offset)
+		fprintf(f, "offset: %ld %s\n", r->offset, or_dash(r->side));
+	else
+		fputs("offset: -\n", f);
+	fprintf(f, "object: %ld size %ld cache %s\n", r->object, r->size, or_dash(r->cache));
+	fprintf(f, "range: %s %s\n", or_dash(r->object_start), or_dash(r->object_end));
+	fprintf(f, "corrupted: %s\n", or_dash(r->corrupted));
+	expect_stack(f, "stack", &r->stack);
+	expect_track(f, "alloc", &r->alloc);
+	expect_track(f, "free", &r->free);
+	fprintf(f, "task: cpu %d uid %d pid %d comm %s\n", r->cpu, r->uid, r->pid,
+		or_dash(r->comm));
+	fprintf(f, "kernel: taint %s release %s\n", r->taint ? (r->taint[0] ? r->taint : "none") : "-",
+		or_dash(r->release));
+	fprintf(f, "log: time %s wallclock %s caller %s host %s seq %lld\n",
+		or_dash(r->time), or_dash(r->wallclock), or_dash(r->caller),
+		or_dash(r->host), r->seq);
+	fprintf(f, "complete: %s\n", r->complete ? "yes" : or_dash(r->reason));
 }

@@ -4,11 +4,21 @@
  * report as printk lines between two ===== rulers; other CPUs' messages may
  * interleave, lines may be lost, and a saved log may end mid-report, so
  * every line is recognised on its own and anything unknown is skipped.
+ * With printk caller ids each task's report is read apart from the others.
+ *
+ * The formats, from mm/kfence/report.c and lib/dump_stack.c:
+ *   5.12     kfence-#N [0xS-0xE, size=Z, cache=C] allocated by task P:
+ *            freed by task P:
+ *   5.13+    kfence-#N: 0xS-0xE, size=Z, cache=C
+ *            allocated by task P on cpu C at T.s:
+ *   6.12     allocated by task P on cpu C at T.s (A.s ago):
+ *            rcu freeing by task P on cpu C at T.s (A.s ago):
+ *   footer   CPU: N PID: P Comm: X Tainted: F RELEASE #V
+ *   6.11+    CPU: N UID: U PID: P Comm: X Tainted: F RELEASE #V
  */
 #include "report.h"
 
 #include <ctype.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +50,11 @@ static bool starts(const char *s, const char *prefix)
 
 static void stack_clear(struct kfr_stack *st)
 {
-	for (size_t i = 0; i < st->n; i++)
+	for (size_t i = 0; i < st->n; i++) {
 		free(st->frames[i]);
-	st->n = 0;
+		free(st->src[i]);
+	}
+	memset(st, 0, sizeof(*st));
 }
 
 static void track_clear(struct kfr_track *t)
@@ -50,14 +62,17 @@ static void track_clear(struct kfr_track *t)
 	free(t->time);
 	stack_clear(&t->stack);
 	memset(t, 0, sizeof(*t));
+	t->pid = t->cpu = -1;
 }
 
 void kfr_report_clear(struct kfr_report *r)
 {
 	char **strs[] = {
 		&r->kind, &r->access, &r->function, &r->location, &r->module,
-		&r->address, &r->side, &r->object_start, &r->object_end,
-		&r->cache, &r->corrupted, &r->comm, &r->time,
+		&r->guilty, &r->title, &r->bad_access, &r->address, &r->side,
+		&r->object_start, &r->object_end, &r->cache, &r->corrupted,
+		&r->comm, &r->taint, &r->release, &r->time, &r->wallclock,
+		&r->caller, &r->host,
 	};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -68,10 +83,21 @@ void kfr_report_clear(struct kfr_report *r)
 	memset(r, 0, sizeof(*r));
 	r->object = -1;
 	r->size = -1;
-	r->cpu = -1;
-	r->pid = -1;
+	r->cpu = r->uid = r->pid = -1;
+	r->seq = r->last_seq = -1;
 	r->alloc.pid = r->alloc.cpu = -1;
 	r->free.pid = r->free.cpu = -1;
+}
+
+static void slot_reset(struct kfr_slot *sl)
+{
+	kfr_report_clear(&sl->cur);
+	sl->active = false;
+	sl->caller[0] = '\0';
+	sl->section = KFR_NONE;
+	sl->body_lines = 0;
+	sl->detail = sl->object_line = sl->footer = false;
+	sl->gap = NULL;
 }
 
 void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg)
@@ -79,7 +105,15 @@ void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg)
 	memset(p, 0, sizeof(*p));
 	p->emit = emit;
 	p->arg = arg;
-	kfr_report_clear(&p->cur);
+	p->last_seq = p->seq = -1;
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		slot_reset(&p->slots[i]);
+}
+
+void kfr_parser_free(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		kfr_report_clear(&p->slots[i].cur);
 }
 
 static const char *skip_space(const char *s)
@@ -89,105 +123,7 @@ static const char *skip_space(const char *s)
 	return s;
 }
 
-/* "[  12.345678]" at @s: copy the number to @ts and return the end. */
-static const char *timestamp(const char *s, char *ts, size_t tssize)
-{
-	const char *q = s + 1, *num;
-	size_t n;
-
-	if (*s != '[')
-		return NULL;
-	while (*q == ' ')
-		q++;
-	num = q;
-	while (isdigit((unsigned char)*q) || *q == '.')
-		q++;
-	if (q == num || *q != ']' || !strchr(num, '.') || strchr(num, '.') > q)
-		return NULL;
-	n = (size_t)(q - num);
-	if (n >= tssize)
-		n = tssize - 1;
-	memcpy(ts, num, n);
-	ts[n] = '\0';
-	return q + 1;
-}
-
-/* /dev/kmsg: "prio,seq,usec,flags[,...];message" */
-static const char *kmsg_header(const char *s, char *ts, size_t tssize)
-{
-	const char *semi = strchr(s, ';');
-	unsigned long long usec;
-	int prio, used = 0;
-	unsigned long long seq;
-
-	if (!semi || semi - s > 64)
-		return NULL;
-	if (sscanf(s, "%d,%llu,%llu,%n", &prio, &seq, &usec, &used) != 3 || !used)
-		return NULL;
-	snprintf(ts, tssize, "%llu.%06llu", usec / 1000000, usec % 1000000);
-	return semi + 1;
-}
-
-/* "Dec  3 10:00:00 host kernel: " or an ISO date from journalctl/rsyslog */
-static const char *syslog_prefix(const char *s)
-{
-	const char *k = strstr(s, " kernel: ");
-
-	if (!k || k - s > 80)
-		return NULL;
-	if (!(isupper((unsigned char)s[0]) && islower((unsigned char)s[1])) &&
-	    !isdigit((unsigned char)s[0]))
-		return NULL;
-	return k + strlen(" kernel: ");
-}
-
-const char *kfr_message(const char *line, char *ts, size_t tssize, bool *escaped)
-{
-	const char *s = line, *q, *end;
-
-	ts[0] = '\0';
-	*escaped = false;
-	q = kmsg_header(s, ts, tssize);
-	if (q) {
-		*escaped = true;
-		return q;
-	}
-	q = syslog_prefix(s);
-	if (q)
-		s = q;
-	if (s[0] == '<') {
-		q = s + 1;
-		while (isdigit((unsigned char)*q))
-			q++;
-		if (q > s + 1 && *q == '>')
-			s = q + 1;
-	}
-	/* A timestamp within the first few columns ends any prefix before
-	 * it (a console's, or a test harness's "  | ").
-	 */
-	for (q = s; *q && q - s < 32; q++) {
-		if (*q != '[')
-			continue;
-		end = timestamp(q, ts, tssize);
-		if (!end)
-			continue;
-		s = end;
-		/* CONFIG_PRINTK_CALLER: "[  T123]" or "[    C1]" */
-		q = s;
-		if (*q == '[') {
-			q = skip_space(q + 1);
-			if ((*q == 'T' || *q == 'C') && isdigit((unsigned char)q[1])) {
-				q += 1 + strspn(q + 1, "0123456789");
-				if (*q == ']')
-					s = q + 1;
-			}
-		}
-		break;
-	}
-	return s;
-}
-
-/* Length of @s without trailing white space and newline. */
+/* Length of @s without trailing white space (and a CRLF's CR). */
 static size_t trimmed_len(const char *s)
 {
 	size_t n = strlen(s);
@@ -197,23 +133,58 @@ static size_t trimmed_len(const char *s)
 	return n;
 }
 
-/* A stack frame line: "sym+0x1/0x2", optionally " [module]", or "0x..." */
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+/* "sym+0x1f/0x49", "sym.isra.0+0x1/0x2", or a bare "0xffffffff81234567" */
+static bool frame_token(const char *s, size_t n)
+{
+	const char *plus, *slash;
+
+	if (n > 2 && s[0] == '0' && s[1] == 'x')
+		return n >= 10 && n <= 18 && all_hex(s + 2, n - 2);
+	plus = memchr(s, '+', n);
+	if (!plus || plus == s)
+		return false;
+	for (const char *c = s; c < plus; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("_.$", *c))
+			return false;
+	slash = memchr(plus, '/', (size_t)(s + n - plus));
+	return slash && plus[1] == '0' && plus[2] == 'x' && all_hex(plus + 3, (size_t)(slash - plus - 3)) &&
+	       slash[1] == '0' && slash[2] == 'x' && all_hex(slash + 3, (size_t)(s + n - slash - 3));
+}
+
+/*
+ * A stack frame line: "? " (unreliable, in a show_regs() trace), a frame
+ * token, then nothing, " [module]" or, with CONFIG_STACKTRACE_BUILD_ID,
+ * " [module buildid]".
+ */
 static bool is_frame(const char *s, size_t n)
 {
-	size_t i = 0;
+	size_t t, i;
 
-	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == '?'))
-		return false;
-	if (s[0] == '?' && n > 2 && s[1] == ' ')
-		i = 2;	/* unreliable frame in a show_regs() trace */
-	for (; i < n && s[i] != ' '; i++) {
-		if (!isalnum((unsigned char)s[i]) && !strchr("_.+/$", s[i]))
-			return false;
+	if (n > 2 && s[0] == '?' && s[1] == ' ') {
+		s += 2;
+		n -= 2;
 	}
-	if (i == n)
+	t = strcspn(s, " ");
+	if (t > n)
+		t = n;
+	if (!frame_token(s, t))
+		return false;
+	if (t == n)
 		return true;
-	/* " [module]" */
-	return s[i + 1] == '[' && s[n - 1] == ']' && !memchr(s + i + 1, ' ', n - i - 1);
+	if (n - t < 4 || s[t + 1] != '[' || s[n - 1] != ']')
+		return false;
+	for (i = t + 2; i < n - 1 && s[i] != ' '; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_-", s[i]))
+			return false;
+	return i == n - 1 || all_hex(s + i + 1, n - 2 - i);
 }
 
 static void stack_add(struct kfr_stack *st, const char *s, size_t n)
@@ -222,7 +193,7 @@ static void stack_add(struct kfr_stack *st, const char *s, size_t n)
 		st->frames[st->n++] = xstrndup(s, n);
 }
 
-/* "F+0x1/0x2 [mod]" -> function F, module mod */
+/* "F+0x1/0x2 [mod buildid]" -> function F, module mod */
 static void set_function(struct kfr_report *r, const char *s, size_t n)
 {
 	const char *sp = memchr(s, ' ', n), *plus;
@@ -233,7 +204,7 @@ static void set_function(struct kfr_report *r, const char *s, size_t n)
 	plus = memchr(s, '+', fn);
 	set_str(&r->function, s, plus ? (size_t)(plus - s) : fn);
 	if (sp && sp[1] == '[' && s[n - 1] == ']')
-		set_str(&r->module, sp + 2, (size_t)(s + n - 1 - (sp + 2)));
+		set_str(&r->module, sp + 2, strcspn(sp + 2, " ]"));
 }
 
 static const struct {
@@ -279,11 +250,11 @@ static void find_object(struct kfr_report *r, const char *s)
 {
 	const char *k = strstr(s, "kfence-#");
 
-	if (k)
+	if (k && isdigit((unsigned char)k[8]))
 		r->object = strtol(k + 8, NULL, 10);
 }
 
-/* The token after "at " up to a space, colon or end */
+/* The token after @after up to a space, colon or end */
 static void find_address(struct kfr_report *r, const char *s, const char *after)
 {
 	const char *a = strstr(s, after), *e;
@@ -291,7 +262,7 @@ static void find_address(struct kfr_report *r, const char *s, const char *after)
 	if (!a)
 		return;
 	a += strlen(after);
-	for (e = a; *e && *e != ' ' && *e != '\n'; e++)
+	for (e = a; *e && *e != ' ' && *e != '\n' && *e != '\r'; e++)
 		;
 	if (e > a && e[-1] == ':')
 		e--;
@@ -331,68 +302,153 @@ static bool parse_detail(struct kfr_report *r, const char *s)
 	return true;
 }
 
-/* "kfence-#N: 0xSTART-0xEND, size=S, cache=C" */
-static bool parse_object(struct kfr_report *r, const char *s, size_t n)
+/* "START-END" up to @stop */
+static void set_range(struct kfr_report *r, const char *s, const char *stop)
 {
-	const char *colon, *dash, *comma, *c;
+	const char *dash = strchr(s, '-');
 
-	if (!starts(s, "kfence-#"))
-		return false;
-	r->object = strtol(s + 8, NULL, 10);
-	colon = strstr(s, ": 0x");
-	if (!colon)
-		return true;	/* "kfence-#N unused" */
-	dash = strchr(colon + 2, '-');
-	comma = strchr(colon + 2, ',');
-	if (dash && comma && dash < comma) {
-		set_str(&r->object_start, colon + 2, (size_t)(dash - colon - 2));
-		set_str(&r->object_end, dash + 1, (size_t)(comma - dash - 1));
+	if (dash && stop && dash < stop) {
+		set_str(&r->object_start, s, (size_t)(dash - s));
+		set_str(&r->object_end, dash + 1, (size_t)(stop - dash - 1));
 	}
-	c = strstr(s, "size=");
-	if (c)
-		r->size = strtol(c + 5, NULL, 10);
-	c = strstr(s, "cache=");
-	if (c)
-		set_str(&r->cache, c + 6, (size_t)(s + n - c - 6));
-	return true;
 }
 
-/* "allocated by task P on cpu C at T.s:" */
-static bool parse_track(struct kfr_track *t, const char *s, const char *verb)
+static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb);
+
+/*
+ * 5.13+: "kfence-#N: 0xSTART-0xEND, size=S, cache=C"
+ * 5.12:  "kfence-#N [0xSTART-0xEND, size=S, cache=C] allocated by task P:"
+ * Returns 2 when the line also opened the allocation track.
+ */
+static int parse_object(struct kfr_report *r, const char *s, size_t n)
+{
+	const char *q, *c, *close;
+
+	if (!starts(s, "kfence-#") || !isdigit((unsigned char)s[8]))
+		return 0;
+	r->object = strtol(s + 8, NULL, 10);
+	q = s + 8 + strspn(s + 8, "0123456789");
+	if (starts(q, ": ")) {
+		set_range(r, q + 2, strchr(q, ','));
+		close = s + n;
+	} else if (starts(q, " [")) {
+		close = strchr(q, ']');
+		set_range(r, q + 2, strchr(q, ','));
+	} else {
+		return 1;	/* "kfence-#N unused" */
+	}
+	c = strstr(q, "size=");
+	if (c)
+		r->size = strtol(c + 5, NULL, 10);
+	c = strstr(q, "cache=");
+	if (c && close && close > c + 6)
+		set_str(&r->cache, c + 6, (size_t)(close - c - 6));
+	if (close && *close == ']' && parse_track_at(&r->alloc, close + 2, "allocated"))
+		return 2;
+	return 1;
+}
+
+/*
+ * "allocated by task P on cpu C at T.s:", 6.12's "... at T.s (A.s ago):",
+ * 5.12's "allocated by task P:", and 6.12's "rcu freeing by task ...".
+ */
+static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 {
 	int pid, cpu, used = 0;
 	char fmt[64];
-	const char *at;
+	const char *at, *rest;
 
-	snprintf(fmt, sizeof(fmt), "%s by task %%d on cpu %%d%%n", verb);
-	if (sscanf(s, fmt, &pid, &cpu, &used) != 2 || !used)
+	snprintf(fmt, sizeof(fmt), "%s by task %%d%%n", verb);
+	if (sscanf(s, fmt, &pid, &used) != 1 || !used)
+		return false;
+	rest = s + used;
+	if (*rest != ':' && !starts(rest, " on cpu "))
 		return false;
 	track_clear(t);
 	t->present = true;
 	t->pid = pid;
-	t->cpu = cpu;
-	at = strstr(s + used, " at ");
-	if (at) {
-		size_t n = strspn(at + 4, "0123456789.");
+	used = 0;
+	if (sscanf(rest, " on cpu %d%n", &cpu, &used) == 1 && used) {
+		t->cpu = cpu;
+		at = strstr(rest, " at ");
+		if (at) {
+			size_t n = strspn(at + 4, "0123456789.");
 
-		if (n)
-			t->time = xstrndup(at + 4, n);
+			if (n)
+				t->time = xstrndup(at + 4, n);
+		}
 	}
 	return true;
 }
 
-/* "CPU: 0 PID: 31 Comm: kunit_try_catch Tainted: ..." */
-static bool parse_task(struct kfr_report *r, const char *s)
+static int parse_track(struct kfr_report *r, const char *s)
 {
-	int cpu, pid, used = 0;
-	const char *c;
+	if (parse_track_at(&r->alloc, s, "allocated"))
+		return KFR_ALLOC;
+	if (parse_track_at(&r->free, s, "freed"))
+		return KFR_FREE;
+	if (parse_track_at(&r->free, s, "rcu freeing")) {
+		r->free.rcu = true;
+		return KFR_FREE;
+	}
+	return 0;
+}
 
-	if (sscanf(s, "CPU: %d PID: %d Comm: %n", &cpu, &pid, &used) != 2 || !used)
+/*
+ * dump_stack_print_info(): "CPU: 0 [UID: 0 ]PID: 31 Comm: kunit_try_catch
+ * [Kdump: loaded ]Tainted: G    B    N 6.1.192 #1" or "... Not tainted ...".
+ * The comm may hold spaces: it ends where the taint begins.
+ */
+static bool parse_task(struct kfr_report *r, const char *s, size_t n)
+{
+	int cpu, uid = -1, pid, used = 0;
+	const char *c, *t, *e = s + n, *rel = NULL, *ce;
+	char taint[32];
+	size_t len = 0, tl;
+
+	if (sscanf(s, "CPU: %d %n", &cpu, &used) != 1 || !used)
 		return false;
-	r->cpu = cpu;
-	r->pid = pid;
 	c = s + used;
-	set_str(&r->comm, c, strcspn(c, " \n"));
+	used = 0;
+	if (sscanf(c, "UID: %d %n", &uid, &used) == 1 && used)
+		c += used;
+	used = 0;
+	if (sscanf(c, "PID: %d Comm: %n", &pid, &used) != 1 || !used)
+		return false;
+	c += used;
+	r->cpu = cpu;
+	r->uid = uid;
+	r->pid = pid;
+	t = strstr(c, " Tainted: ");
+	ce = strstr(c, " Not tainted ");
+	if (ce && (!t || ce < t)) {
+		rel = ce + strlen(" Not tainted ");
+		t = ce;
+	} else if (t) {
+		/* one letter per flag that is set, blanks for the others */
+		for (rel = t + strlen(" Tainted: "); rel < e; rel += tl) {
+			rel = skip_space(rel);
+			tl = strcspn(rel, " ");
+			if (tl != 1 || !isupper((unsigned char)*rel))
+				break;
+			if (len < sizeof(taint) - 1)
+				taint[len++] = *rel;
+		}
+	} else {
+		t = e;
+	}
+	ce = t;
+	if (ce - c >= 14 && starts(ce - 14, " Kdump: loaded"))
+		ce -= 14;
+	while (ce > c && ce[-1] == ' ')
+		ce--;
+	set_str(&r->comm, c, (size_t)(ce - c));
+	taint[len] = '\0';
+	set_str(&r->taint, taint, len);
+	if (rel && rel < e) {
+		rel = skip_space(rel);
+		set_str(&r->release, rel, strcspn(rel, " \r\n"));
+	}
 	return true;
 }
 
@@ -436,17 +492,48 @@ static void derive_offset(struct kfr_report *r)
 	set_str(&r->side, side, strlen(side));
 }
 
-static void emit(struct kfr_parser *p, bool complete)
+static bool needs_object(const struct kfr_report *r)
 {
-	derive_offset(&p->cur);
-	p->cur.complete = complete;
+	return r->kind && strcmp(r->kind, "invalid-access") && strcmp(r->kind, "unknown");
+}
+
+/* Why the report in @sl, closed by its ruler, is not whole; NULL if it is. */
+static const char *missing(const struct kfr_slot *sl)
+{
+	const struct kfr_report *r = &sl->cur;
+
+	if (sl->gap)
+		return sl->gap;
+	/* a console at the default loglevel shows only a report's KERN_ERR
+	 * lines (title, detail, footer): its stacks and object are KERN_WARNING
+	 */
+	if (sl->detail && sl->footer && !r->stack.n && !sl->object_line)
+		return KFR_R_FILTERED;
+	if (!sl->detail)
+		return KFR_R_NO_DETAIL;
+	if (!r->stack.n)
+		return KFR_R_NO_STACK;
+	if (needs_object(r) && (!sl->object_line || !r->alloc.present))
+		return KFR_R_NO_OBJECT;
+	if (!sl->footer)
+		return KFR_R_NO_FOOTER;
+	return NULL;
+}
+
+static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
+{
+	struct kfr_report *r = &sl->cur;
+
+	derive_offset(r);
+	kfr_set_titles(r);
+	r->reason = reason;
+	r->complete = !reason;
+	if (!r->release && p->release[0])
+		r->release = xstrndup(p->release, strlen(p->release));
 	p->count++;
 	if (p->emit)
-		p->emit(&p->cur, p->arg);
-	kfr_report_clear(&p->cur);
-	p->active = false;
-	p->section = KFR_NONE;
-	p->body_lines = 0;
+		p->emit(r, p->arg);
+	slot_reset(sl);
 }
 
 static bool is_ruler(const char *s, size_t n)
@@ -454,100 +541,153 @@ static bool is_ruler(const char *s, size_t n)
 	return n >= 20 && strspn(s, "=") == n;
 }
 
-static void start_report(struct kfr_parser *p, const char *title, const char *ts)
+static struct kfr_slot *slot_find(struct kfr_parser *p, const char *caller)
 {
-	const char *s = title + strlen("BUG: KFENCE: ");
-
-	if (p->active)
-		emit(p, false);
-	p->active = true;
-	p->section = KFR_HEAD;
-	p->cur.line = p->lineno;
-	if (ts[0])
-		p->cur.time = xstrndup(ts, strlen(ts));
-	parse_title(&p->cur, s, trimmed_len(s));
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		if (p->slots[i].active && !strcmp(p->slots[i].caller, caller))
+			return &p->slots[i];
+	return NULL;
 }
 
-static struct kfr_stack *section_stack(struct kfr_parser *p)
+static struct kfr_slot *slot_new(struct kfr_parser *p)
 {
-	switch (p->section) {
+	struct kfr_slot *old = &p->slots[0];
+
+	for (size_t i = 0; i < KFR_SLOTS; i++) {
+		if (!p->slots[i].active)
+			return &p->slots[i];
+		if (p->slots[i].cur.line < old->cur.line)
+			old = &p->slots[i];
+	}
+	emit(p, old, KFR_R_INTERRUPTED);
+	return old;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && s[0] ? xstrndup(s, strlen(s)) : NULL;
+}
+
+static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+{
+	const char *s = title + strlen("BUG: KFENCE: ");
+	struct kfr_slot *sl = slot_find(p, px->caller);
+	bool mixed = false;
+
+	if (sl) {
+		/* Without caller ids, a report whose footer was not seen yet
+		 * may still be printing on another CPU: its remaining lines
+		 * cannot be told from the new report's.
+		 */
+		mixed = !px->caller[0] && sl->section != KFR_TAIL;
+		emit(p, sl, KFR_R_INTERRUPTED);
+	} else {
+		sl = slot_new(p);
+	}
+	sl->active = true;
+	snprintf(sl->caller, sizeof(sl->caller), "%s", px->caller);
+	sl->section = KFR_HEAD;
+	sl->gap = mixed ? KFR_R_INTERLEAVED : NULL;
+	sl->cur.line = p->lineno;
+	sl->cur.seq = sl->cur.last_seq = px->seq;
+	sl->cur.time = dup_or_null(px->ts);
+	sl->cur.wallclock = dup_or_null(px->wallclock);
+	sl->cur.caller = dup_or_null(px->caller);
+	sl->cur.host = dup_or_null(px->host);
+	parse_title(&sl->cur, s, trimmed_len(s));
+}
+
+static struct kfr_stack *section_stack(struct kfr_slot *sl)
+{
+	switch (sl->section) {
 	case KFR_STACK:
-		return &p->cur.stack;
+		return &sl->cur.stack;
 	case KFR_ALLOC:
-		return &p->cur.alloc.stack;
+		return &sl->cur.alloc.stack;
 	case KFR_FREE:
-		return &p->cur.free.stack;
+		return &sl->cur.free.stack;
 	default:
 		return NULL;
 	}
 }
 
-static void body_line(struct kfr_parser *p, const char *s, size_t n)
+/* A part seen twice: two reports' lines are mixed in this one. */
+static void seen_twice(struct kfr_slot *sl, bool twice)
 {
-	struct kfr_report *r = &p->cur;
-	struct kfr_stack *st;
+	if (twice && !sl->gap)
+		sl->gap = KFR_R_INTERLEAVED;
+}
 
-	if (p->section == KFR_TAIL)
-		return;	/* Hardware name, registers, call trace */
-	if (p->section == KFR_HEAD && parse_detail(r, s)) {
-		p->section = KFR_STACK;
-	} else if (parse_object(r, s, n)) {
-		p->section = KFR_OBJECT;
-	} else if (parse_track(&r->alloc, s, "allocated")) {
-		p->section = KFR_ALLOC;
-	} else if (parse_track(&r->free, s, "freed")) {
-		p->section = KFR_FREE;
-	} else if (parse_task(r, s)) {
-		p->section = KFR_TAIL;
+static void body_line(struct kfr_slot *sl, const char *s, size_t n)
+{
+	struct kfr_report *r = &sl->cur;
+	struct kfr_stack *st;
+	bool had_alloc = r->alloc.present, had_free = r->free.present;
+	int obj, tr;
+
+	if (sl->section == KFR_TAIL) {
+		/* Hardware name, registers, call trace: only a second footer
+		 * (another report's) matters
+		 */
+		seen_twice(sl, starts(s, "CPU: ") && strstr(s, " PID: ") && strstr(s, " Comm: "));
+		return;
+	}
+	if (sl->section == KFR_HEAD && !sl->detail && parse_detail(r, s)) {
+		sl->detail = true;
+		sl->section = KFR_STACK;
+	} else if ((obj = parse_object(r, s, n))) {
+		seen_twice(sl, sl->object_line);
+		sl->object_line = true;
+		sl->section = obj == 2 ? KFR_ALLOC : KFR_OBJECT;
+		seen_twice(sl, obj == 2 && had_alloc);
+	} else if ((tr = parse_track(r, s))) {
+		seen_twice(sl, tr == KFR_ALLOC ? had_alloc : had_free);
+		sl->section = (enum kfr_section)tr;
+	} else if (parse_task(r, s, n)) {
+		sl->footer = true;
+		sl->section = KFR_TAIL;
 	} else if (strstr(s, "(in kfence-#")) {
 		find_object(r, s);	/* a split pr_cont() line */
-	} else if (p->section == KFR_HEAD && !r->stack.n && is_frame(s, n)) {
+	} else if (sl->section == KFR_HEAD && !r->stack.n && is_frame(s, n)) {
 		/* the detail line was lost: frames still belong to it */
-		p->section = KFR_STACK;
+		sl->section = KFR_STACK;
 		stack_add(&r->stack, s, n);
+	} else if (parse_detail(r, s)) {
+		seen_twice(sl, true);
 	} else {
-		st = section_stack(p);
+		st = section_stack(sl);
 		if (st && is_frame(s, n))
 			stack_add(st, s, n);
 	}
 }
 
-/*
- * Complete: the footer's task line came before the closing ruler, and the
- * stack and object lines are there. A console at the default loglevel
- * shows only a report's KERN_ERR lines (title, detail, footer): its
- * stacks and object are KERN_WARNING.
- */
-static bool whole(const struct kfr_parser *p)
-{
-	const struct kfr_report *r = &p->cur;
-
-	return p->section == KFR_TAIL && r->stack.n &&
-	       (r->cache || (r->kind && !strcmp(r->kind, "invalid-access")));
-}
-
-static void parse_message(struct kfr_parser *p, const char *msg, const char *ts)
+static void parse_message(struct kfr_parser *p, const char *msg, const struct kfr_prefix *px)
 {
 	const char *s = skip_space(msg);
 	const char *title = strstr(s, "BUG: KFENCE: ");
 	size_t n = trimmed_len(s);
+	struct kfr_slot *sl;
 
 	if (title) {
-		start_report(p, title, ts);
+		start_report(p, title, px);
 		return;
 	}
+	sl = slot_find(p, px->caller);
+	if (!sl)
+		return;
+	if (px->seq >= 0)
+		sl->cur.last_seq = px->seq;
 	if (is_ruler(s, n)) {
-		if (p->active)
-			emit(p, whole(p));
+		emit(p, sl, missing(sl));
 		return;
 	}
-	if (!p->active || !n)
+	if (!n)
 		return;
-	if (++p->body_lines > KFR_MAX_BODY) {
-		emit(p, false);
+	if (++sl->body_lines > KFR_MAX_BODY) {
+		emit(p, sl, KFR_R_TOO_LONG);
 		return;
 	}
-	body_line(p, s, n);
+	body_line(sl, s, n);
 }
 
 static int hexval(char c)
@@ -562,7 +702,7 @@ static int hexval(char c)
  * /dev/kmsg escapes unprintable bytes as \xHH: a report's "...\n\n" title
  * comes out as "...\x0a". Decode, then parse each embedded line.
  */
-static void parse_escaped(struct kfr_parser *p, const char *msg, const char *ts)
+static void parse_escaped(struct kfr_parser *p, const char *msg, const struct kfr_prefix *px)
 {
 	char *buf = xstrndup(msg, strlen(msg)), *d = buf, *line;
 	const char *s;
@@ -581,27 +721,63 @@ static void parse_escaped(struct kfr_parser *p, const char *msg, const char *ts)
 
 		if (nl)
 			*nl = '\0';
-		parse_message(p, line, ts);
+		parse_message(p, line, px);
 		line = nl ? nl + 1 : NULL;
 	}
 	free(buf);
 }
 
+void kfr_parser_lost(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		if (p->slots[i].active && !p->slots[i].gap)
+			p->slots[i].gap = KFR_R_LOST;
+}
+
+static void finish_all(struct kfr_parser *p, const char *reason)
+{
+	struct kfr_slot *first;
+
+	/* in input order, so that records come out as their reports began */
+	for (;;) {
+		first = NULL;
+		for (size_t i = 0; i < KFR_SLOTS; i++)
+			if (p->slots[i].active &&
+			    (!first || p->slots[i].cur.line < first->cur.line))
+				first = &p->slots[i];
+		if (!first)
+			break;
+		emit(p, first, first->gap ? first->gap : reason);
+	}
+}
+
 void kfr_parser_line(struct kfr_parser *p, const char *line)
 {
-	char ts[32];
-	bool escaped;
-	const char *msg = kfr_message(line, ts, sizeof(ts), &escaped);
+	struct kfr_prefix px;
+	const char *msg = kfr_message(line, &px);
 
 	p->lineno++;
-	if (escaped)
-		parse_escaped(p, msg, ts);
+	if (px.seq >= 0) {
+		/* /dev/kmsg numbers every record: a jump is a loss, a step
+		 * back another boot (or another log appended)
+		 */
+		if (p->last_seq >= 0 && px.seq > p->last_seq + 1)
+			kfr_parser_lost(p);
+		else if (p->last_seq >= 0 && px.seq <= p->last_seq)
+			finish_all(p, KFR_R_TRUNCATED);
+		p->last_seq = px.seq;
+	}
+	if (px.release[0])
+		snprintf(p->release, sizeof(p->release), "%s", px.release);
+	if (px.escaped)
+		parse_escaped(p, msg, &px);
 	else
-		parse_message(p, msg, ts);
+		parse_message(p, msg, &px);
 }
 
 void kfr_parser_finish(struct kfr_parser *p)
 {
-	if (p->active)
-		emit(p, false);
+	finish_all(p, KFR_R_TRUNCATED);
+	p->last_seq = -1;
+	p->release[0] = '\0';
 }

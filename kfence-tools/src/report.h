@@ -1,44 +1,57 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A parser for KFENCE reports as the kernel prints them (mm/kfence/report.c,
- * 5.12 to 6.x): from /dev/kmsg records, dmesg output, serial console logs or
- * syslog files. It is fed one line at a time and hands back one record per
- * report, including reports cut short by a lost or truncated log.
+ * 5.12 to 6.12): from /dev/kmsg records, dmesg output, serial console logs,
+ * journal or syslog files, Android and netconsole logs. It is fed one line
+ * at a time and hands back one record per report, including reports cut
+ * short by a lost or truncated log, which say why they are incomplete.
  */
 #ifndef KFENCE_REPORT_H
 #define KFENCE_REPORT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+/* The version of the JSON records (kfence-report(1)); bump on any change. */
+#define KFR_SCHEMA 2
 
 /* KFENCE_STACK_DEPTH in the kernel; more frames means garbled input. */
 #define KFR_MAX_FRAMES 64
 
 struct kfr_stack {
-	char *frames[KFR_MAX_FRAMES];
+	char *frames[KFR_MAX_FRAMES];	/* as printed, without leading space */
+	char *src[KFR_MAX_FRAMES];	/* file:line from --vmlinux, or NULL */
 	size_t n;
 };
 
 /* Who allocated or freed the object, and where. */
 struct kfr_track {
 	bool present;
+	bool rcu;		/* 6.12: "rcu freeing by task" (not yet freed) */
 	int pid;
-	int cpu;
-	char *time;		/* seconds since boot, as printed */
+	int cpu;		/* -1 before 5.13, which did not print it */
+	char *time;		/* seconds since boot, as printed; NULL before 5.13 */
 	struct kfr_stack stack;
 };
 
 struct kfr_report {
+	/* what the title says */
 	char *kind;		/* out-of-bounds, use-after-free, memory-corruption,
-				 * invalid-access, invalid-free */
+				 * invalid-access, invalid-free, unknown */
 	char *access;		/* read, write, or NULL when not an access */
 	char *function;		/* the title's frame without offset or module */
 	char *location;		/* the title's frame as printed */
 	char *module;		/* the title frame's module, or NULL */
+	/* what triage uses (title.c) */
+	char *guilty;		/* first frame not on the skip list */
+	char *title;		/* "KFENCE: use-after-free read in guilty" */
+	char *bad_access;	/* "bad-access in guilty", KASAN-comparable */
+	/* the detail line and the object */
 	char *address;		/* as printed: hashed unless no_hash_pointers */
 	bool has_offset;
 	long offset;		/* bytes from the object (OOB) or into it */
-	char *side;		/* OOB: left or right of the object */
+	char *side;		/* left, right or inside the object */
 	long object;		/* kfence-#N, or -1 */
 	char *object_start;
 	char *object_end;
@@ -48,13 +61,36 @@ struct kfr_report {
 	struct kfr_stack stack;	/* where the bad access or free happened */
 	struct kfr_track alloc;
 	struct kfr_track free;
-	int cpu;		/* from the CPU: ... PID: ... Comm: footer */
+	/* the footer (dump_stack_print_info) */
+	int cpu;
+	int uid;		/* 6.11+ prints it; -1 before */
 	int pid;
 	char *comm;
-	char *time;		/* of the title line, when the log has one */
+	char *taint;		/* the taint letters, "" when "Not tainted" */
+	char *release;		/* uname -r of the kernel that printed it */
+	/* where it was read */
+	char *time;		/* seconds since boot of the title, or NULL */
+	char *wallclock;	/* dmesg -T / syslog date of the title, or NULL */
+	char *caller;		/* printk caller id ("T303", "C1"), or NULL */
+	char *host;		/* from a syslog/journal prefix, or NULL */
+	long long seq;		/* /dev/kmsg sequence number of the title, or -1 */
+	long long last_seq;	/* of the report's last record, or -1 */
 	unsigned long line;	/* input line of the title */
-	bool complete;		/* stacks, object and footer all seen */
+	bool complete;		/* every part seen, nothing lost in between */
+	const char *reason;	/* why not complete (a KFR_R_* string), or NULL */
 };
+
+/* Why a report is incomplete (the JSON "reason" values). */
+#define KFR_R_TRUNCATED "truncated"		/* input ended inside it */
+#define KFR_R_INTERRUPTED "interrupted"		/* a new report began */
+#define KFR_R_INTERLEAVED "interleaved"		/* began inside another: lines mixed */
+#define KFR_R_LOST "lost-records"		/* sequence gap or EPIPE */
+#define KFR_R_FILTERED "filtered"		/* only KERN_ERR lines: console loglevel */
+#define KFR_R_NO_DETAIL "no-detail"
+#define KFR_R_NO_STACK "no-stack"
+#define KFR_R_NO_OBJECT "no-object"
+#define KFR_R_NO_FOOTER "no-footer"
+#define KFR_R_TOO_LONG "too-long"		/* no closing ruler in KFR_MAX_BODY lines */
 
 enum kfr_section {
 	KFR_NONE, KFR_HEAD, KFR_STACK, KFR_OBJECT, KFR_ALLOC, KFR_FREE, KFR_TAIL,
@@ -62,38 +98,88 @@ enum kfr_section {
 
 typedef void (*kfr_emit_fn)(const struct kfr_report *r, void *arg);
 
+/* One report being read; several at once when printk caller ids tell apart
+ * the tasks whose lines interleave.
+ */
+struct kfr_slot {
+	bool active;
+	char caller[16];	/* "" when the log has no caller ids */
+	enum kfr_section section;
+	unsigned long body_lines;
+	bool detail;		/* the line after the title was seen */
+	bool object_line;
+	bool footer;
+	const char *gap;	/* a KFR_R_* reason met while reading it */
+	struct kfr_report cur;
+};
+
+#define KFR_SLOTS 8
+
 struct kfr_parser {
 	kfr_emit_fn emit;
 	void *arg;
 	unsigned long lineno;
-	bool active;		/* inside a report (title seen) */
-	enum kfr_section section;
-	unsigned long body_lines;
-	struct kfr_report cur;
+	long long last_seq;	/* last /dev/kmsg sequence number, -1 if none */
+	long long seq;		/* of the line being parsed, -1 if none */
+	const char *host;	/* of the line being parsed (not owned) */
+	char release[64];	/* netconsole's release prefix, or "" */
 	unsigned long count;	/* reports emitted */
+	struct kfr_slot slots[KFR_SLOTS];
 };
 
 void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg);
 /* One line of log, with or without its newline and log prefix. */
 void kfr_parser_line(struct kfr_parser *p, const char *line);
-/* End of input: a report still open is emitted as incomplete. */
+/* Records were lost (EPIPE on /dev/kmsg): open reports are incomplete. */
+void kfr_parser_lost(struct kfr_parser *p);
+/* End of one input (a file): open reports are emitted as truncated. */
 void kfr_parser_finish(struct kfr_parser *p);
+/* Free what the parser holds (after finish). */
+void kfr_parser_free(struct kfr_parser *p);
+
+/* What kfr_message() found around the message of a log line. */
+struct kfr_prefix {
+	char ts[32];		/* "sec.usec" since boot, "" when none */
+	char wallclock[40];	/* "Thu Dec  3 17:39:26 2026", "Dec 03 ...", "" */
+	char caller[16];	/* "T123", "C1", "" */
+	char host[64];		/* syslog/journal host name, "" */
+	char release[64];	/* netconsole release prefix, "" */
+	long long seq;		/* /dev/kmsg or netconsole sequence number, -1 */
+	bool escaped;		/* /dev/kmsg text: \xHH escapes */
+};
 
 /*
- * The message part of a log line: skips a /dev/kmsg record header, a syslog
- * "<N>" level, a "Mon dd hh:mm:ss host kernel: " prefix, a "[ sec.usec]"
- * timestamp, whatever came before it, and a "[T123]"/"[C1]" caller id.
- * The timestamp goes to @ts as "sec.usec" ("" when the line has none);
- * *escaped tells a /dev/kmsg record, whose text has \xHH escapes.
+ * The message part of a log line: skips a /dev/kmsg record header (and a
+ * netconsole release before it), a syslog "<N>" level, a "Mon dd hh:mm:ss
+ * host kernel: " or ISO-date prefix, a "[ sec.usec]" or dmesg -T "[date]"
+ * timestamp, whatever came before it, a "[T123]"/"[C1]" caller id and an
+ * Android "c7   6006 " cpu/pid column. What it found goes to @px.
  */
-const char *kfr_message(const char *line, char *ts, size_t tssize, bool *escaped);
+const char *kfr_message(const char *line, struct kfr_prefix *px);
 
 void kfr_report_clear(struct kfr_report *r);
 
+/* title.c: the frame-skip list and the titles. */
+bool kfr_frame_skipped(const char *function);
+/* The function of a frame as printed: "? f.isra.0+0x1/0x2 [m id]" -> "f" */
+size_t kfr_frame_function(const char *frame, char *buf, size_t size);
+void kfr_set_titles(struct kfr_report *r);
+/* "KASAN: slab-use-after-free Read in f" and the like -> "bad-access in f" */
+bool kfr_kasan_bad_access(const char *kasan_title, char *buf, size_t size);
+/* The bucket key: title and the top @frames frames after the guilty one. */
+void kfr_bucket(const struct kfr_report *r, int frames, char *buf, size_t size);
+
 /* Output: a multi-line text block, one JSON object per line, or one line. */
-#include <stdio.h>
+struct kfr_meta {
+	const char *boot_id;	/* NULL when unknown (saved logs) */
+	const char *host;	/* overrides the log's when set */
+	const char *release;	/* used when the report has none */
+};
 void kfr_print_text(FILE *f, const struct kfr_report *r, unsigned long n);
-void kfr_print_json(FILE *f, const struct kfr_report *r);
+void kfr_print_json(FILE *f, const struct kfr_report *r, const struct kfr_meta *m);
 void kfr_print_brief(FILE *f, const struct kfr_report *r);
+/* The corpus tests' canonical form: one "key: value" line per field. */
+void kfr_print_expect(FILE *f, const struct kfr_report *r);
+void kfr_json_str(FILE *f, const char *s);
 
 #endif

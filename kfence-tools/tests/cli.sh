@@ -28,10 +28,10 @@ check "$?" 0 "and points to --help"
 check "$?" 2 "--follow without --kmsg is a usage error"
 check "$("$kr" --brief "$data/drill-dmesg.log" | wc -l)" 7 "seven drill reports from a file"
 check "$("$kr" --brief <"$data/drill-kmsg.log" | wc -l)" 7 "seven from /dev/kmsg records on stdin"
-check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"kind":')" 23 \
+check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"schema":2,"kind":')" 23 \
 	"one JSON line per KUnit report"
 printf 'BUG: KFENCE: use-after-free read in f+0x1/0x2\n' | "$kr" --brief >/tmp/kfr-out.$$
-check "$(cat /tmp/kfr-out.$$)" "- use-after-free read f - - incomplete" \
+check "$(cat /tmp/kfr-out.$$)" "- use-after-free read f - - incomplete:truncated KFENCE: use-after-free read in f" \
 	"a report cut after its title is still printed, as incomplete"
 rm -f /tmp/kfr-err.$$ /tmp/kfr-out.$$
 exit $failed

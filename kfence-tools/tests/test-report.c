@@ -36,8 +36,10 @@ static char *dup_or_null(const char *s)
 static void copy_stack(struct kfr_stack *d, const struct kfr_stack *s)
 {
 	d->n = s->n;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		d->frames[i] = strdup(s->frames[i]);
+		d->src[i] = dup_or_null(s->src[i]);
+	}
 }
 
 static void copy_track(struct kfr_track *d, const struct kfr_track *s)
@@ -71,6 +73,14 @@ static void collect(const struct kfr_report *r, void *arg)
 	d->corrupted = dup_or_null(r->corrupted);
 	d->comm = dup_or_null(r->comm);
 	d->time = dup_or_null(r->time);
+	d->guilty = dup_or_null(r->guilty);
+	d->title = dup_or_null(r->title);
+	d->bad_access = dup_or_null(r->bad_access);
+	d->taint = dup_or_null(r->taint);
+	d->release = dup_or_null(r->release);
+	d->wallclock = dup_or_null(r->wallclock);
+	d->caller = dup_or_null(r->caller);
+	d->host = dup_or_null(r->host);
 	copy_stack(&d->stack, &r->stack);
 	copy_track(&d->alloc, &r->alloc);
 	copy_track(&d->free, &r->free);
@@ -401,30 +411,48 @@ static void test_drill_no_hash_pointers(void **state)
 /* Every prefix a saved log may carry gives the same message and time. */
 static void test_prefixes(void **state)
 {
-	static const char *const lines[] = {
-		"[   12.345678] BUG: KFENCE: x",
-		"  | [   12.345678] BUG: KFENCE: x",
-		"<3>[   12.345678] BUG: KFENCE: x",
-		"[   12.345678][  T123] BUG: KFENCE: x",
-		"3,1234,12345678,-;BUG: KFENCE: x",
-		"Dec  3 10:00:00 host kernel: [   12.345678] BUG: KFENCE: x",
+	static const struct {
+		const char *line, *caller, *host, *wall, *release;
+		long long seq;
+	} cases[] = {
+		{ "[   12.345678] BUG: KFENCE: x", "", "", "", "", -1 },
+		{ "  | [   12.345678] BUG: KFENCE: x", "", "", "", "", -1 },
+		{ "<3>[   12.345678] BUG: KFENCE: x", "", "", "", "", -1 },
+		{ "[   12.345678][  T123] BUG: KFENCE: x", "T123", "", "", "", -1 },
+		{ "[   12.345678] [  T123] BUG: KFENCE: x", "T123", "", "", "", -1 },
+		{ "[   12.345678] [ T6006]c7   6006 BUG: KFENCE: x", "T6006", "", "", "", -1 },
+		{ "3,1234,12345678,-;BUG: KFENCE: x", "", "", "", "", 1234 },
+		{ "3,1234,12345678,-,caller=C1;BUG: KFENCE: x", "C1", "", "", "", 1234 },
+		{ "6.1.0-18-amd64,3,1234,12345678,-;BUG: KFENCE: x", "", "", "",
+		  "6.1.0-18-amd64", 1234 },
+		{ "Dec  3 10:00:00 host kernel: [   12.345678] BUG: KFENCE: x", "", "host",
+		  "Dec  3 10:00:00", "", -1 },
+		{ "[   12.345678] host kernel: BUG: KFENCE: x", "", "host", "", "", -1 },
+		{ "2026-12-03T10:00:00+0000 host kernel: [   12.345678] BUG: KFENCE: x", "",
+		  "host", "2026-12-03T10:00:00+0000", "", -1 },
 	};
-	char ts[32];
-	bool esc;
+	struct kfr_prefix px;
+	const char *msg;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		bool kmsg = lines[i][0] == '3';
-
-		/* a kmsg record has no space after the ';' */
-		assert_string_equal(kfr_message(lines[i], ts, sizeof(ts), &esc),
-				    &" BUG: KFENCE: x"[kmsg]);
-		assert_string_equal(ts, "12.345678");
-		assert_int_equal(esc, kmsg);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		msg = kfr_message(cases[i].line, &px);
+		/* the parser skips the space after the prefix */
+		assert_string_equal(msg + (msg[0] == ' '), "BUG: KFENCE: x");
+		assert_string_equal(px.ts, "12.345678");
+		assert_string_equal(px.caller, cases[i].caller);
+		assert_string_equal(px.host, cases[i].host);
+		assert_string_equal(px.wallclock, cases[i].wall);
+		assert_string_equal(px.release, cases[i].release);
+		assert_true(px.seq == cases[i].seq);
+		assert_int_equal(px.escaped, cases[i].seq >= 0);
 	}
-	assert_string_equal(kfr_message("BUG: KFENCE: x", ts, sizeof(ts), &esc),
-			    "BUG: KFENCE: x");
-	assert_string_equal(ts, "");
+	msg = kfr_message("[Thu Dec  3 17:39:26 2026] BUG: KFENCE: x", &px);
+	assert_string_equal(msg, " BUG: KFENCE: x");
+	assert_string_equal(px.wallclock, "Thu Dec  3 17:39:26 2026");
+	assert_string_equal(px.ts, "");
+	assert_string_equal(kfr_message("BUG: KFENCE: x", &px), "BUG: KFENCE: x");
+	assert_string_equal(px.ts, "");
 }
 
 /* A log cut at any line: never a crash, at most one incomplete report. */
@@ -539,10 +567,11 @@ static void test_json_escapes(void **state)
 	r.kind = strdup("use-after-free");
 	r.comm = strdup("a\"b\\c\x01\xff");
 	r.time = strdup("1..2");
-	kfr_print_json(f, &r);
+	kfr_print_json(f, &r, NULL);
 	fclose(f);
 	assert_non_null(strstr(buf, "\"comm\":\"a\\\"b\\\\c\\u0001\\u00ff\""));
-	assert_non_null(strstr(buf, "\"time\":\"1..2\""));
+	/* a time that is not a number is null: the field is a number or null */
+	assert_non_null(strstr(buf, "\"time\":null"));
 	assert_non_null(strstr(buf, "\"object\":null"));
 	free(buf);
 	kfr_report_clear(&r);

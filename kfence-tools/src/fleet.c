@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The collector's state: the cursor file, the --summary buckets and the
+ * KFENCE statistics.
+ */
+#include "fleet.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CURSOR_MAGIC "kfence-report-cursor 1"
+
+int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
+{
+	FILE *f = fopen(path, "r");
+	char line[256], boot[64] = "";
+	long long v;
+	bool magic = false;
+	struct kfr_cursor in;
+
+	memset(c, 0, sizeof(*c));
+	c->next_seq = -1;
+	snprintf(c->boot_id, sizeof(c->boot_id), "%s", boot_id ? boot_id : "");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;	/* the first run */
+		fprintf(stderr, "kfence-report: cannot read cursor '%s': %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	memset(&in, 0, sizeof(in));
+	in.next_seq = -1;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strcmp(line, CURSOR_MAGIC))
+			magic = true;
+		else if (sscanf(line, "boot_id %63s", boot) == 1)
+			;
+		else if (sscanf(line, "next_seq %lld", &v) == 1)
+			in.next_seq = v;
+		else if (sscanf(line, "done %lld", &v) == 1)
+			kfr_cursor_mark(&in, v);
+		else if (sscanf(line, "emitted %lld", &v) == 1 && v >= 0)
+			in.emitted = (unsigned long)v;
+		else if (sscanf(line, "suppressed %lld", &v) == 1 && v >= 0)
+			in.suppressed = (unsigned long)v;
+	}
+	fclose(f);
+	if (!magic || !boot[0]) {
+		fprintf(stderr, "kfence-report: '%s' is not a kfence-report cursor file "
+			"(remove it to start from the beginning of the log)\n", path);
+		return -1;
+	}
+	if (boot_id && strcmp(boot, boot_id)) {
+		fprintf(stderr, "kfence-report: cursor '%s' is from boot %s, this is boot %s: "
+			"reading this boot's log from its start\n", path, boot, boot_id);
+		return 1;
+	}
+	memcpy(in.boot_id, c->boot_id, sizeof(in.boot_id));
+	*c = in;
+	return 0;
+}
+
+int kfr_cursor_save(const struct kfr_cursor *c, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "kfence-report: cannot write cursor '%s': %s\n", tmp,
+			strerror(errno));
+		return -1;
+	}
+	fprintf(f, "%s\nboot_id %s\nnext_seq %lld\nemitted %lu\nsuppressed %lu\n",
+		CURSOR_MAGIC, c->boot_id, c->next_seq, c->emitted, c->suppressed);
+	for (size_t i = 0; i < c->n_done; i++)
+		fprintf(f, "done %lld\n", c->done[i]);
+	if (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, path)) {
+		fprintf(stderr, "kfence-report: cannot write cursor '%s': %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+bool kfr_cursor_done(const struct kfr_cursor *c, long long seq)
+{
+	for (size_t i = 0; i < c->n_done; i++)
+		if (c->done[i] == seq)
+			return true;
+	return false;
+}
+
+void kfr_cursor_mark(struct kfr_cursor *c, long long seq)
+{
+	if (seq < 0 || kfr_cursor_done(c, seq))
+		return;
+	if (c->n_done == KFR_CURSOR_DONE) {
+		memmove(c->done, c->done + 1, (KFR_CURSOR_DONE - 1) * sizeof(c->done[0]));
+		c->n_done--;
+	}
+	c->done[c->n_done++] = seq;
+}
+
+void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq)
+{
+	size_t j = 0;
+
+	c->next_seq = next_seq;
+	for (size_t i = 0; i < c->n_done; i++)
+		if (c->done[i] >= next_seq)
+			c->done[j++] = c->done[i];
+	c->n_done = j;
+}
+
+struct bucket {
+	char *key;
+	char *title;
+	char *bad_access;
+	unsigned long count, complete;
+	char *first, *last;
+};
+
+struct kfr_buckets {
+	int frames;
+	size_t n, cap;
+	struct bucket *v;
+};
+
+struct kfr_buckets *kfr_buckets_new(int frames)
+{
+	struct kfr_buckets *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		exit(1);
+	b->frames = frames;
+	return b;
+}
+
+static char *sdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+
+	if (!d)
+		exit(1);
+	return d;
+}
+
+void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const char *seen)
+{
+	char key[2048];
+	struct bucket *k = NULL;
+
+	kfr_bucket(r, b->frames, key, sizeof(key));
+	for (size_t i = 0; i < b->n; i++)
+		if (!strcmp(b->v[i].key, key))
+			k = &b->v[i];
+	if (!k) {
+		if (b->n == b->cap) {
+			b->cap = b->cap ? 2 * b->cap : 16;
+			b->v = realloc(b->v, b->cap * sizeof(*b->v));
+			if (!b->v)
+				exit(1);
+		}
+		k = &b->v[b->n++];
+		memset(k, 0, sizeof(*k));
+		k->key = sdup(key);
+		k->title = sdup(r->title);
+		k->bad_access = r->bad_access ? sdup(r->bad_access) : NULL;
+		k->first = sdup(seen);
+	}
+	k->count++;
+	k->complete += r->complete;
+	free(k->last);
+	k->last = sdup(seen);
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct bucket *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
+{
+	qsort(b->v, b->n, sizeof(*b->v), by_count);
+	if (!json)
+		fprintf(f, "%6s %8s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "FIRST SEEN",
+			"LAST SEEN", "BUCKET");
+	for (size_t i = 0; i < b->n; i++) {
+		const struct bucket *k = &b->v[i];
+
+		if (!json) {
+			fprintf(f, "%6lu %8lu  %-26s %-26s %s\n", k->count, k->complete,
+				k->first, k->last, k->key);
+			continue;
+		}
+		fprintf(f, "{\"schema\":%d,\"bucket\":", KFR_SCHEMA);
+		kfr_json_str(f, k->key);
+		fputs(",\"title\":", f);
+		kfr_json_str(f, k->title);
+		fputs(",\"bad_access\":", f);
+		kfr_json_str(f, k->bad_access);
+		fprintf(f, ",\"count\":%lu,\"complete\":%lu,\"first_seen\":", k->count, k->complete);
+		kfr_json_str(f, k->first);
+		fputs(",\"last_seen\":", f);
+		kfr_json_str(f, k->last);
+		fputs("}\n", f);
+	}
+}
+
+void kfr_buckets_free(struct kfr_buckets *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->v[i].key);
+		free(b->v[i].title);
+		free(b->v[i].bad_access);
+		free(b->v[i].first);
+		free(b->v[i].last);
+	}
+	free(b->v);
+	free(b);
+}
+
+/*
+ * mm/kfence/core.c's stats file: "enabled: 1", then "name: value" per
+ * counter. What a fleet wants to know from it: is sampling on, and has
+ * the pool run full (allocations skipped for capacity)?
+ */
+int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
+{
+	FILE *in = fopen(path, "r");
+	char line[256], names[16][64];
+	long long vals[16], interval = -1, enabled = -1, capacity = -1;
+	size_t n = 0;
+
+	if (!in) {
+		fprintf(stderr, "kfence-report: cannot read '%s': %s%s\n", path, strerror(errno),
+			errno == ENOENT ? " (is debugfs mounted on /sys/kernel/debug, and the "
+			"kernel built with CONFIG_KFENCE?)" : errno == EACCES ?
+			" (debugfs is root-only)" : "");
+		return 1;
+	}
+	while (fgets(line, sizeof(line), in) && n < 16) {
+		char *colon = strrchr(line, ':');
+
+		if (!colon || sscanf(colon + 1, "%lld", &vals[n]) != 1)
+			continue;
+		snprintf(names[n], sizeof(names[n]), "%.*s", (int)(colon - line), line);
+		if (!strcmp(names[n], "enabled"))
+			enabled = vals[n];
+		if (!strcmp(names[n], "skipped allocations (capacity)"))
+			capacity = vals[n];
+		n++;
+	}
+	fclose(in);
+	if (!n) {
+		fprintf(stderr, "kfence-report: '%s' holds no KFENCE statistics\n", path);
+		return 1;
+	}
+	in = interval_path ? fopen(interval_path, "r") : NULL;
+	if (in) {
+		if (fscanf(in, "%lld", &interval) != 1)
+			interval = -1;
+		fclose(in);
+	}
+	if (json) {
+		fprintf(f, "{\"schema\":%d,\"stats\":{", KFR_SCHEMA);
+		for (size_t i = 0; i < n; i++) {
+			char key[64];
+			size_t k = 0;
+
+			/* "skipped allocations (capacity)" -> skipped_allocations_capacity */
+			for (const char *c = names[i]; *c && k < sizeof(key) - 1; c++) {
+				if (*c == ' ' || *c == '(')
+					key[k++] = '_';
+				else if (*c != ')')
+					key[k++] = *c;
+			}
+			while (k && key[k - 1] == '_')
+				k--;
+			key[k] = '\0';
+			for (char *d = strstr(key, "__"); d; d = strstr(key, "__"))
+				memmove(d, d + 1, strlen(d));
+			fprintf(f, "%s\"%s\":%lld", i ? "," : "", key, vals[i]);
+		}
+		fputs("},\"sample_interval_ms\":", f);
+		if (interval >= 0)
+			fprintf(f, "%lld", interval);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"sampling\":%s,\"pool_was_full\":%s}\n",
+			enabled > 0 && interval != 0 ? "true" : "false",
+			capacity > 0 ? "true" : "false");
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%-36s %lld\n", names[i], vals[i]);
+	if (interval >= 0)
+		fprintf(f, "%-36s %lld\n", "sample interval (ms)", interval);
+	fprintf(f, "sampling: %s\n", enabled > 0 && interval != 0 ? "on" :
+		enabled == 0 ? "off (KFENCE disabled itself, or sample_interval=0 at boot)" :
+		"off (sample_interval=0)");
+	fprintf(f, "pool: %s\n", capacity > 0 ?
+		"has run full (allocations were skipped for capacity: raise "
+		"CONFIG_KFENCE_NUM_OBJECTS or look for a leak of KFENCE objects)" :
+		"never full");
+	return 0;
+}
