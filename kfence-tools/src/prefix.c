@@ -51,26 +51,25 @@ static const char *mono_stamp(const char *s, struct kfr_prefix *px)
 	return q + 1;
 }
 
-static bool is_month(const char *s)
-{
-	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-
-	for (size_t i = 0; i < 36; i += 3)
-		if (!strncmp(s, months + i, 3))
-			return true;
-	return false;
-}
-
-/* "Dec  3 17:39:26" or "Dec 03 17:39:26" at @s: its length, or 0. */
+/*
+ * "Dec  3 17:39:26" or "Dec 03 17:39:26" at @s: its length, or 0. The
+ * month is whatever journalctl's locale calls it ("sty", "Dez", "paź"):
+ * a word of letters or UTF-8 bytes.
+ */
 static size_t bsd_date(const char *s)
 {
-	if (!is_month(s) || s[3] != ' ')
+	size_t m = 0;
+
+	while (m < 12 && (isalpha((unsigned char)s[m]) || (unsigned char)s[m] >= 0x80))
+		m++;
+	if (m < 3 || s[m] != ' ')
 		return 0;
-	s += 4;
+	s += m + 1;
 	if (!(isdigit((unsigned char)s[0]) || s[0] == ' ') || !isdigit((unsigned char)s[1]) ||
-	    s[2] != ' ' || !isdigit((unsigned char)s[3]) || s[5] != ':' || s[8] != ':')
+	    s[2] != ' ' || !isdigit((unsigned char)s[3]) || !isdigit((unsigned char)s[4]) ||
+	    s[5] != ':' || s[8] != ':' || !isdigit((unsigned char)s[10]))
 		return 0;
-	return 15;
+	return m + 1 + 11;
 }
 
 /* "2026-12-03T17:39:26[.frac][+zone]" at @s: its length, or 0. */
@@ -89,7 +88,7 @@ static const char *wall_stamp(const char *s, struct kfr_prefix *px)
 {
 	const char *q;
 
-	if (*s != '[' || !isupper((unsigned char)s[1]) || s[4] != ' ' || !bsd_date(s + 5))
+	if (*s != '[' || !isalpha((unsigned char)s[1]) || s[4] != ' ' || !bsd_date(s + 5))
 		return NULL;
 	q = strchr(s, ']');
 	if (!q || q - s > 34)

@@ -525,9 +525,9 @@ static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
 	struct kfr_report *r = &sl->cur;
 
 	derive_offset(r);
-	kfr_set_titles(r);
 	r->reason = reason;
 	r->complete = !reason;
+	kfr_set_titles(r);
 	if (!r->release && p->release[0])
 		r->release = xstrndup(p->release, strlen(p->release));
 	p->count++;

@@ -96,7 +96,8 @@ static void set_guilty(struct kfr_report *r)
 {
 	char fn[256];
 
-	for (size_t i = 0; i < r->stack.n; i++) {
+	/* an interleaved report's stack may be another report's */
+	for (size_t i = 0; !(r->reason && !strcmp(r->reason, KFR_R_INTERLEAVED)) && i < r->stack.n; i++) {
 		kfr_frame_function(r->stack.frames[i], fn, sizeof(fn));
 		if (fn[0] && !kfr_frame_skipped(fn)) {
 			r->guilty = xstrdup(fn);
@@ -127,6 +128,7 @@ static const char *kind_words(const struct kfr_report *r, char *buf, size_t size
 void kfr_set_titles(struct kfr_report *r)
 {
 	char words[64], buf[512];
+	const char *kw;
 	bool is_free = r->kind && !strcmp(r->kind, "invalid-free");
 
 	free(r->guilty);
@@ -134,16 +136,15 @@ void kfr_set_titles(struct kfr_report *r)
 	free(r->bad_access);
 	r->guilty = r->title = r->bad_access = NULL;
 	set_guilty(r);
-	kind_words(r, words, sizeof(words));
+	kw = kind_words(r, words, sizeof(words));
 	if (r->guilty) {
-		snprintf(buf, sizeof(buf), "KFENCE: %s in %s",
-			 kind_words(r, words, sizeof(words)), r->guilty);
+		snprintf(buf, sizeof(buf), "KFENCE: %s in %s", kw, r->guilty);
 		r->title = xstrdup(buf);
 		snprintf(buf, sizeof(buf), "%s in %s", is_free ? "bad-free" : "bad-access",
 			 r->guilty);
 		r->bad_access = xstrdup(buf);
 	} else {
-		snprintf(buf, sizeof(buf), "KFENCE: %s", words);
+		snprintf(buf, sizeof(buf), "KFENCE: %s", kw);
 		r->title = xstrdup(buf);
 	}
 }

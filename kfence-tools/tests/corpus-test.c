@@ -141,6 +141,10 @@ struct group {
 static struct group groups[256];
 static size_t n_groups;
 
+static int kasan_checks;
+static char kasan_msg[64][700];
+static bool kasan_ok[64];
+
 static int check_file(const char *path, bool update, int n)
 {
 	size_t len;
@@ -196,6 +200,22 @@ static int check_file(const char *path, bool update, int n)
 				fputs(got, d);
 				fclose(d);
 			}
+		}
+	}
+	/* "# kasan-title: T": KASAN's title of the same bug buckets with it */
+	g = strstr(text, "# kasan-title: ");
+	if (g && g < in && ok && !update) {
+		char kt[512], want[600], *ba = strstr(got, "\nbad_access: ");
+		bool same;
+
+		snprintf(kt, sizeof(kt), "%.*s", (int)strcspn(g + 15, "\n"), g + 15);
+		same = ba && kfr_kasan_bad_access(kt, want, sizeof(want) - 2) &&
+		       !strncmp(ba + 13, want, strlen(want)) && ba[13 + strlen(want)] == '\n';
+		if (kasan_checks < 64) {
+			snprintf(kasan_msg[kasan_checks], sizeof(kasan_msg[0]),
+				 "%s: \"%s\" buckets with it as \"%s\"", path, kt,
+				 same ? want : "(different)");
+			kasan_ok[kasan_checks++] = same;
 		}
 	}
 	/* group membership */
@@ -265,6 +285,10 @@ int main(int argc, char **argv)
 		}
 	for (int a = 0; a < nargs; a++)
 		free(files[a]);
+	for (int i = 0; i < kasan_checks; i++) {
+		printf("%sok %d - %s\n", kasan_ok[i] ? "" : "not ", ++n, kasan_msg[i]);
+		failed |= !kasan_ok[i];
+	}
 	for (size_t i = 0; i < n_groups; i++) {
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(groups[i].name, groups[j].name))
