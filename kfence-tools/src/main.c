@@ -422,6 +422,8 @@ int main(int argc, char **argv)
 	}
 	if (frames > 0)
 		c.buckets = kfr_buckets_new((int)frames);
+	if (!c.cursor_path)
+		c.cursor.next_seq = -1;
 	kfr_parser_init(&p, print_report, &c);
 	c.parser = &p;
 	if (kmsg)

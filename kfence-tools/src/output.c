@@ -99,8 +99,11 @@ static void json_track(FILE *f, const char *key, const struct kfr_track *t)
 		fputs("null", f);
 		return;
 	}
-	fputc('{', f);
-	json_int(f, "pid", t->pid, t->pid >= 0);
+	fputs("{\"pid\":", f);
+	if (t->pid >= 0)
+		fprintf(f, "%d", t->pid);
+	else
+		fputs("null", f);
 	json_int(f, "cpu", t->cpu, t->cpu >= 0);
 	json_key(f, "time", false);
 	json_seconds(f, t->time);

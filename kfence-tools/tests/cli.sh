@@ -1,9 +1,12 @@
 #!/bin/sh
-# kfence-report's command line: clear errors and exit codes for bad input,
-# and the same reports from a file, from standard input and as JSON.
-# Usage: cli.sh KFENCE-REPORT DATA-DIR (prints TAP)
-kr=$1 data=$2
+# kfence-report's command line: clear errors and exit codes for every bad
+# input the issue lists, the same reports from a file, standard input and
+# JSON, and the fleet options (cursor, max-per-boot, summary, stats,
+# vmlinux). Usage: cli.sh KFENCE-REPORT DATA-DIR [FAKE-VMLINUX] (prints TAP)
+kr=$1 data=$2 fakevm=$3
 n=0 failed=0
+t=$(mktemp -d /tmp/kfr-cli.XXXXXX)
+trap 'rm -rf "$t"' EXIT
 
 check() {
 	n=$((n + 1))
@@ -15,23 +18,158 @@ check() {
 	fi
 }
 
-echo "1..9"
-"$kr" /nonexistent/kfence.log >/dev/null 2>/tmp/kfr-err.$$
+# grep_ok PATTERN FILE DESCRIPTION
+grep_ok() {
+	grep -q -- "$1" "$2"
+	check "$?" 0 "$3"
+}
+
+"$kr" /nonexistent/kfence.log >/dev/null 2>"$t/err"
 check "$?" 1 "a missing file exits 1"
-grep -q "cannot open '/nonexistent/kfence.log': No such file" /tmp/kfr-err.$$
-check "$?" 0 "and names the file and the reason"
-"$kr" --no-such-option >/dev/null 2>/tmp/kfr-err.$$
+grep_ok "cannot open '/nonexistent/kfence.log': No such file" "$t/err" \
+	"and names the file and the reason"
+"$kr" --no-such-option >/dev/null 2>"$t/err"
 check "$?" 2 "an unknown option exits 2"
-grep -q -- "--help" /tmp/kfr-err.$$
-check "$?" 0 "and points to --help"
+grep_ok "--help" "$t/err" "and points to --help"
 "$kr" --follow "$data/drill-dmesg.log" >/dev/null 2>&1
 check "$?" 2 "--follow without --kmsg is a usage error"
+"$kr" --cursor "$t/c" "$data/drill-dmesg.log" >/dev/null 2>&1
+check "$?" 2 "--cursor without --kmsg is a usage error"
+"$kr" --max-per-boot many "$data/drill-dmesg.log" >/dev/null 2>"$t/err"
+check "$?" 2 "--max-per-boot wants a count"
 check "$("$kr" --brief "$data/drill-dmesg.log" | wc -l)" 7 "seven drill reports from a file"
 check "$("$kr" --brief <"$data/drill-kmsg.log" | wc -l)" 7 "seven from /dev/kmsg records on stdin"
 check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"schema":2,"kind":')" 23 \
-	"one JSON line per KUnit report"
-printf 'BUG: KFENCE: use-after-free read in f+0x1/0x2\n' | "$kr" --brief >/tmp/kfr-out.$$
-check "$(cat /tmp/kfr-out.$$)" "- use-after-free read f - - incomplete:truncated KFENCE: use-after-free read in f" \
-	"a report cut after its title is still printed, as incomplete"
-rm -f /tmp/kfr-err.$$ /tmp/kfr-out.$$
+	"one JSON line per KUnit report, each with the schema version"
+printf 'BUG: KFENCE: use-after-free read in f+0x1/0x2\n' | "$kr" --brief >"$t/out"
+check "$(cat "$t/out")" "- use-after-free read f - - incomplete:truncated KFENCE: use-after-free read in f" \
+	"a report cut after its title is still printed, as incomplete, with the reason"
+
+# Bad input: empty, binary, one 8 MiB line, a report cut mid-stack that
+# must not swallow the next file's report.
+"$kr" --json </dev/null >"$t/out" 2>&1
+check "$?:$(wc -c <"$t/out")" "0:0" "empty input: exit 0, no output"
+head -c 1048576 /dev/urandom >"$t/bin"
+"$kr" --json "$t/bin" >/dev/null 2>&1
+check "$?" 0 "1 MiB of random bytes: exit 0 (whatever it found)"
+head -c 8388608 /dev/zero | tr '\0' 'x' >"$t/long"
+echo >>"$t/long"
+cat "$data/drill-dmesg.log" >>"$t/long"
+check "$("$kr" --brief "$t/long" | grep -c ' complete ')" 7 \
+	"an 8 MiB line before the reports: all seven still read"
+head -n 110 "$data/drill-dmesg.log" >"$t/cut.log"
+"$kr" --brief "$t/cut.log" "$data/drill-dmesg.log" >"$t/out"
+check "$(grep -c ' complete ' "$t/out"):$(grep -c 'incomplete:truncated' "$t/out")" "10:1" \
+	"a file cut mid-report (3 whole, 1 cut) then a whole file (7): 10 complete, 1 truncated"
+
+# Field types: every record has every field, each always of one type.
+if command -v jq >/dev/null; then
+	"$kr" --json "$data/kunit-dmesg.log" "$data/drill-kmsg.log" "$t/cut.log" >"$t/all.json"
+	bad=$(jq -c 'select(
+		(.schema | type) != "number" or
+		([.kind, .title] | map(type) | unique) != ["string"] or
+		([.time, .offset, .object, .size, .cpu, .pid, .uid, .seq] |
+		 map(type) - ["number", "null"] | length) != 0 or
+		([.access, .guilty, .bad_access, .cache, .comm, .taint, .release, .host,
+		  .boot_id, .wallclock, .caller, .reason] | map(type) - ["string", "null"] |
+		 length) != 0 or
+		(.stack | type) != "array" or (.stack_src | type) != "array" or
+		((.alloc, .free) | type) as $t | ($t != "object" and $t != "null") or
+		(.complete | type) != "boolean")' "$t/all.json" | wc -l)
+	check "$bad" 0 "JSON: every field of every record has its documented type"
+else
+	check skip skip "JSON field types (# SKIP jq not installed)"
+fi
+
+# The collector: a cursor file (boot id + sequence number) makes a restart
+# print nothing twice and lose nothing.
+k=$data/drill-kmsg.log
+head -n 100 "$k" >"$t/half.kmsg"	# ends inside the fourth report
+"$kr" --kmsg="$t/half.kmsg" --cursor "$t/cur" --boot-id B1 --brief >"$t/run1"
+"$kr" --kmsg="$k" --cursor "$t/cur" --boot-id B1 --brief >"$t/run2"
+"$kr" --kmsg="$k" --brief >"$t/once"
+check "$(wc -l <"$t/run1"):$(wc -l <"$t/run2")" "3:4" \
+	"restart mid-report: 3 reports before, the other 4 after"
+cat "$t/run1" "$t/run2" >"$t/both"
+check "$(cmp -s "$t/both" "$t/once" && echo same)" same \
+	"the two runs together print exactly what one run prints"
+"$kr" --kmsg="$k" --cursor "$t/cur" --boot-id B1 --brief >"$t/run3"
+check "$(wc -l <"$t/run3")" 0 "a third run over the same records prints nothing"
+grep_ok "^boot_id B1$" "$t/cur" "the cursor names its boot"
+"$kr" --kmsg="$k" --cursor "$t/cur" --boot-id B2 --brief >"$t/run4" 2>"$t/err"
+check "$?:$(wc -l <"$t/run4")" "0:7" "a cursor from another boot: all of this boot's reports"
+grep_ok "is from boot B1, this is boot B2" "$t/err" "and says why"
+echo "garbage" >"$t/badcur"
+"$kr" --kmsg="$k" --cursor "$t/badcur" --boot-id B1 >/dev/null 2>"$t/err"
+check "$?" 1 "a file that is not a cursor: exit 1"
+grep_ok "is not a kfence-report cursor" "$t/err" "and says what to do"
+grep -v '^[0-9]*,11[89][0-9],' "$k" >"$t/gap.kmsg"	# records 1180-1199 lost
+"$kr" --kmsg="$t/gap.kmsg" --brief >"$t/out"
+check "$(grep -c 'incomplete:lost-records' "$t/out")" 1 \
+	"a gap in the sequence numbers marks the report it hit"
+"$kr" --kmsg="$k" --cursor "$t/cap" --boot-id B1 --max-per-boot 2 --brief >"$t/out" 2>"$t/err"
+check "$(wc -l <"$t/out")" 2 "--max-per-boot 2 prints two"
+grep_ok "5 reports this boot not printed" "$t/err" "and counts the rest"
+"$kr" --kmsg="$k" --cursor "$t/cap" --boot-id B1 --max-per-boot 2 --brief >"$t/out" 2>/dev/null
+check "$(wc -l <"$t/out")" 0 "the cap holds across a restart of this boot"
+"$kr" --json --kmsg="$k" --boot-id B1 --host web-1 | head -n 1 >"$t/out"
+grep_ok '"host":"web-1","boot_id":"B1"' "$t/out" "records carry the host and boot id"
+grep_ok '"taint":"GBON","release":"6.1.192"' "$t/out" "and the taint and release of the footer"
+
+# --follow on a /dev/kmsg this user may not read
+printf '3,1,1,-;x\n' >"$t/private.kmsg"
+chmod 600 "$t/private.kmsg"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 755 "$t"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$kr" --kmsg="$t/private.kmsg" --follow >/dev/null 2>"$t/err"
+	rc=$?
+else
+	chmod 000 "$t/private.kmsg"
+	"$kr" --kmsg="$t/private.kmsg" --follow >/dev/null 2>"$t/err"
+	rc=$?
+fi
+check "$rc" 1 "--follow without permission: exit 1"
+grep_ok "Permission denied (run as root, or set kernel.dmesg_restrict=0)" "$t/err" \
+	"and says what to do"
+
+# --summary: buckets with counts
+"$kr" --summary "$data/drill-dmesg.log" "$data/drill-dmesg.log" >"$t/out"
+check "$(grep -c '^ *2 *2 ' "$t/out")" 7 "--summary: two logs of the drill give 7 buckets of 2"
+"$kr" --summary=1 --json "$data/kunit-dmesg.log" >"$t/out"
+grep_ok '"bucket":"KFENCE: out-of-bounds read in test_out_of_bounds_read","title":' "$t/out" \
+	"--summary=1 --json: a bucket is the title alone"
+grep_ok '"count":4,"complete":4,"first_seen":"0.497808 s","last_seen":"0.581011 s"' "$t/out" \
+	"with its count and first and last time seen"
+
+# --stats
+"$kr" --stats="$data/kfence-stats.txt" --json >"$t/out"
+grep_ok '"total_bugs":7' "$t/out" "--stats --json: the counters"
+grep_ok '"skipped_allocations_capacity":12' "$t/out" "named as JSON keys"
+grep_ok '"pool_was_full":true' "$t/out" "and whether the pool ran full"
+"$kr" --stats=/nonexistent/stats >/dev/null 2>"$t/err"
+check "$?" 1 "--stats on a missing file: exit 1"
+grep_ok "is debugfs mounted" "$t/err" "and asks about debugfs"
+
+# --vmlinux
+"$kr" --vmlinux /nonexistent/vmlinux "$data/drill-dmesg.log" >/dev/null 2>"$t/err"
+check "$?" 1 "--vmlinux on a missing file: exit 1"
+grep_ok "cannot read vmlinux '/nonexistent/vmlinux'" "$t/err" "and names it"
+"$kr" --vmlinux "$data/kfence-stats.txt" "$data/drill-dmesg.log" >/dev/null 2>"$t/err"
+check "$?" 1 "--vmlinux on a file that is not ELF: exit 1"
+grep_ok "is not an ELF file" "$t/err" "and says so"
+if [ -n "$fakevm" ] && command -v addr2line >/dev/null; then
+	printf '%s\n' '==================================================================' \
+		'BUG: KFENCE: use-after-free read in fake_victim+0x8/0x20' '' \
+		'Use-after-free read at 0x00000000aabbccdd (in kfence-#1):' \
+		' fake_victim+0x8/0x20' ' fake_caller+0x17/0x30' ' drill_x+0x1/0x2 [mod]' \
+		'==================================================================' >"$t/vm.log"
+	"$kr" --json --vmlinux "$fakevm" "$t/vm.log" >"$t/out"
+	grep -Eq '"stack_src":\["[^"]*fake-vmlinux\.c:(9|10|11)","[^"]*fake-vmlinux\.c:1[5-7]",null\]' "$t/out"
+	check "$?" 0 "--vmlinux: frames get file:line, module frames stay null"
+else
+	check skip skip "--vmlinux symbolization (# SKIP no fake vmlinux or addr2line)"
+fi
+
+echo "1..$n"
 exit $failed
