@@ -48,7 +48,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -j, --json            one JSON object per report and line (schema 2)\n"
 	      "  -b, --brief           one line per report: time kind access function\n"
-	      "                        object cache completeness title\n"
+	      "                        object cache completeness\n"
 	      "  -s, --summary[=N]     buckets (title and top N frames, default 3) with\n"
 	      "                        counts and first/last seen, instead of records\n"
 	      "  -k, --kmsg[=PATH]     read /dev/kmsg (root, or kernel.dmesg_restrict=0),\n"

@@ -223,7 +223,11 @@ void kfr_print_text(FILE *f, const struct kfr_report *r, unsigned long n)
 	fputc('\n', f);
 }
 
-/* time kind access function object cache completeness title */
+/*
+ * time kind access function object cache completeness: seven columns, as
+ * scripts (awk) read them; the completeness is "complete" or
+ * "incomplete:REASON". The title is in the text and JSON forms.
+ */
 void kfr_print_brief(FILE *f, const struct kfr_report *r)
 {
 	fprintf(f, "%s %s %s %s", or_dash(r->time), or_dash(r->kind),
@@ -232,9 +236,9 @@ void kfr_print_brief(FILE *f, const struct kfr_report *r)
 		fprintf(f, " kfence-#%ld", r->object);
 	else
 		fputs(" -", f);
-	fprintf(f, " %s %s%s%s %s\n", or_dash(r->cache),
+	fprintf(f, " %s %s%s%s\n", or_dash(r->cache),
 		r->complete ? "complete" : "incomplete", r->reason ? ":" : "",
-		r->reason ? r->reason : "", or_dash(r->title));
+		r->reason ? r->reason : "");
 }
 
 static void expect_stack(FILE *f, const char *name, const struct kfr_stack *st)
