@@ -358,6 +358,8 @@ static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 	char fmt[64];
 	const char *at, *rest;
 
+	if (!starts(s, verb) || !starts(s + strlen(verb), " by task "))
+		return false;
 	snprintf(fmt, sizeof(fmt), "%s by task %%d%%n", verb);
 	if (sscanf(s, fmt, &pid, &used) != 1 || !used)
 		return false;
@@ -406,7 +408,7 @@ static bool parse_task(struct kfr_report *r, const char *s, size_t n)
 	char taint[32];
 	size_t len = 0, tl;
 
-	if (sscanf(s, "CPU: %d %n", &cpu, &used) != 1 || !used)
+	if (!starts(s, "CPU: ") || sscanf(s, "CPU: %d %n", &cpu, &used) != 1 || !used)
 		return false;
 	c = s + used;
 	used = 0;
@@ -751,12 +753,28 @@ static void finish_all(struct kfr_parser *p, const char *reason)
 	}
 }
 
+static bool any_active(const struct kfr_parser *p)
+{
+	for (size_t i = 0; i < KFR_SLOTS; i++)
+		if (p->slots[i].active)
+			return true;
+	return false;
+}
+
 void kfr_parser_line(struct kfr_parser *p, const char *line)
 {
 	struct kfr_prefix px;
-	const char *msg = kfr_message(line, &px);
+	const char *msg;
 
 	p->lineno++;
+	/* Nearly every line of a log is no report's: outside a report only a
+	 * title matters. The sequence numbers skipped are unknown, not lost.
+	 */
+	if (!any_active(p) && !strstr(line, "KFENCE: ")) {
+		p->last_seq = -1;
+		return;
+	}
+	msg = kfr_message(line, &px);
 	if (px.seq >= 0) {
 		/* /dev/kmsg numbers every record: a jump is a loss, a step
 		 * back another boot (or another log appended)
