@@ -62,7 +62,7 @@ static size_t bsd_date(const char *s)
 
 	while (m < 12 && (isalpha((unsigned char)s[m]) || (unsigned char)s[m] >= 0x80))
 		m++;
-	if (m < 3 || s[m] != ' ')
+	if (m < 3 || s[m] != ' ' || strnlen(s, m + 12) < m + 12)
 		return 0;
 	s += m + 1;
 	if (!(isdigit((unsigned char)s[0]) || s[0] == ' ') || !isdigit((unsigned char)s[1]) ||
@@ -77,7 +77,8 @@ static size_t iso_date(const char *s)
 {
 	size_t n;
 
-	if (strspn(s, "0123456789") != 4 || s[4] != '-' || s[7] != '-' || s[10] != 'T')
+	if (strnlen(s, 19) < 19 || strspn(s, "0123456789") != 4 || s[4] != '-' || s[7] != '-' ||
+	    s[10] != 'T')
 		return 0;
 	n = 11 + strspn(s + 11, "0123456789:.,+-Z");
 	return n >= 19 ? n : 0;
@@ -88,7 +89,8 @@ static const char *wall_stamp(const char *s, struct kfr_prefix *px)
 {
 	const char *q;
 
-	if (*s != '[' || !isalpha((unsigned char)s[1]) || s[4] != ' ' || !bsd_date(s + 5))
+	if (*s != '[' || strnlen(s, 6) < 6 || !isalpha((unsigned char)s[1]) || s[4] != ' ' ||
+	    !bsd_date(s + 5))
 		return NULL;
 	q = strchr(s, ']');
 	if (!q || q - s > 34)
