@@ -171,5 +171,15 @@ else
 	check skip skip "--vmlinux symbolization (# SKIP no fake vmlinux or addr2line)"
 fi
 
+# The man page's frame-skip list is the code's.
+top=$data/../..
+sed -n '/^static const char \*const skip_list/,/NULL,/p' "$top/src/title.c" |
+	grep -o '"[^"]*"' | tr -d '"' | sort >"$t/code.skip"
+sed -n '/^# TITLES AND BUCKETS/,/^When every frame/p' "$top/doc/kfence-report.1.scd" |
+	sed -n '/^- /,/^$/p' | sed 's/^- [^:]*: //; s/\\//g' | tr ',' '\n' |
+	sed 's/^ *//; s/ *$//' | grep -v '^$' | sort >"$t/doc.skip"
+check "$(diff "$t/code.skip" "$t/doc.skip" | grep -c '^[<>]')" 0 \
+	"kfence-report(1) lists the frame-skip list of src/title.c, no more, no less"
+
 echo "1..$n"
 exit $failed
