@@ -121,6 +121,7 @@ void kfr_print_json(FILE *f, const struct kfr_report *r, const struct kfr_meta *
 	fputc('{', f);
 	json_key(f, "schema", true);
 	fprintf(f, "%d", KFR_SCHEMA);
+	json_skey(f, "detector", r->detector ? r->detector : "kfence");
 	json_skey(f, "kind", r->kind);
 	json_skey(f, "access", r->access);
 	json_skey(f, "title", r->title);
@@ -266,6 +267,7 @@ void kfr_print_expect(FILE *f, const struct kfr_report *r)
 {
 	fprintf(f, "title: %s\n", or_dash(r->title));
 	fprintf(f, "bad_access: %s\n", or_dash(r->bad_access));
+	fprintf(f, "detector: %s\n", r->detector ? r->detector : "kfence");
 	fprintf(f, "kind: %s\n", or_dash(r->kind));
 	fprintf(f, "access: %s\n", or_dash(r->access));
 	fprintf(f, "function: %s\n", or_dash(r->function));

@@ -96,7 +96,7 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->caller[0] = '\0';
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
-	sl->detail = sl->object_line = sl->footer = false;
+	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
 	sl->gap = NULL;
 }
 
@@ -515,7 +515,7 @@ static const char *missing(const struct kfr_slot *sl)
 		return KFR_R_NO_DETAIL;
 	if (!r->stack.n)
 		return KFR_R_NO_STACK;
-	if (needs_object(r) && (!sl->object_line || !r->alloc.present))
+	if (!sl->kasan && needs_object(r) && (!sl->object_line || !r->alloc.present))
 		return KFR_R_NO_OBJECT;
 	if (!sl->footer)
 		return KFR_R_NO_FOOTER;
@@ -570,9 +570,21 @@ static char *dup_or_null(const char *s)
 	return s && s[0] ? xstrndup(s, strlen(s)) : NULL;
 }
 
+/* After "BUG: KASAN: ": "slab-use-after-free in f+0x1c/0x30 [mod]" */
+static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
+{
+	const char *in = strstr(s, " in "), *end = s + n;
+	size_t kl = in && in < end ? (size_t)(in - s) : strcspn(s, " ");
+
+	set_str(&r->kind, s, kl);
+	if (in && in + 4 < end)
+		set_function(r, in + 4, (size_t)(end - in - 4));
+}
+
 static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
 {
-	const char *s = title + strlen("BUG: KFENCE: ");
+	bool kasan = starts(title, "BUG: KASAN: ");
+	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
 	struct kfr_slot *sl = slot_find(p, px->caller);
 	bool mixed = false;
 
@@ -596,7 +608,12 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 	sl->cur.wallclock = dup_or_null(px->wallclock);
 	sl->cur.caller = dup_or_null(px->caller);
 	sl->cur.host = dup_or_null(px->host);
-	parse_title(&sl->cur, s, trimmed_len(s));
+	sl->kasan = kasan;
+	sl->cur.detector = kasan ? "kasan" : "kfence";
+	if (kasan)
+		parse_kasan_title(&sl->cur, s, trimmed_len(s));
+	else
+		parse_title(&sl->cur, s, trimmed_len(s));
 }
 
 static struct kfr_stack *section_stack(struct kfr_slot *sl)
@@ -620,6 +637,57 @@ static void seen_twice(struct kfr_slot *sl, bool twice)
 		sl->gap = KFR_R_INTERLEAVED;
 }
 
+/*
+ * A KASAN report (mm/kasan/report.c): "Read of size 1 at addr A by task
+ * C/P", the footer, then "Call Trace:" and the stack (its first frames are
+ * KASAN's own: the skip list passes over them), "Allocated by task P:",
+ * "Freed by task P:", and "which belongs to the cache C of size Z".
+ */
+static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
+{
+	struct kfr_report *r = &sl->cur;
+	struct kfr_stack *st;
+	const char *c;
+	int pid;
+
+	if (!sl->detail && (starts(s, "Read of size ") || starts(s, "Write of size ") ||
+			    starts(s, "Free of addr "))) {
+		sl->detail = true;
+		if (s[0] != 'F')
+			set_str(&r->access, s[0] == 'R' ? "read" : "write", s[0] == 'R' ? 4 : 5);
+		find_address(r, s, " addr ");
+		if (s[0] != 'F' && sscanf(strstr(s, "size ") + 5, "%ld", &r->size) != 1)
+			r->size = -1;
+	} else if (!sl->footer && parse_task(r, s, n)) {
+		sl->footer = true;
+		sl->section = KFR_HEAD;
+	} else if (starts(s, "Call Trace:") || starts(s, "Call trace:")) {
+		sl->section = r->stack.n ? KFR_TAIL : KFR_STACK;
+	} else if (sscanf(s, "Allocated by task %d:", &pid) == 1) {
+		track_clear(&r->alloc);
+		r->alloc.present = true;
+		r->alloc.pid = pid;
+		sl->section = KFR_ALLOC;
+	} else if (sscanf(s, "Freed by task %d:", &pid) == 1) {
+		track_clear(&r->free);
+		r->free.present = true;
+		r->free.pid = pid;
+		sl->section = KFR_FREE;
+	} else if (starts(s, "The buggy address") || starts(s, "Last potentially") ||
+		   starts(s, "Second to last") || starts(s, "Memory state")) {
+		sl->section = KFR_OBJECT;	/* no frames there */
+	} else if ((c = strstr(s, "which belongs to the cache "))) {
+		c += strlen("which belongs to the cache ");
+		set_str(&r->cache, c, strcspn(c, " "));
+		c = strstr(c, " of size ");
+		if (c)
+			r->size = strtol(c + 9, NULL, 10);
+		sl->object_line = true;
+	} else if ((st = section_stack(sl)) && is_frame(s, n)) {
+		stack_add(st, s, n);
+	}
+}
+
 static void body_line(struct kfr_slot *sl, const char *s, size_t n)
 {
 	struct kfr_report *r = &sl->cur;
@@ -627,6 +695,10 @@ static void body_line(struct kfr_slot *sl, const char *s, size_t n)
 	bool had_alloc = r->alloc.present, had_free = r->free.present;
 	int obj, tr;
 
+	if (sl->kasan) {
+		kasan_line(sl, s, n);
+		return;
+	}
 	if (sl->section == KFR_TAIL) {
 		/* Hardware name, registers, call trace: only a second footer
 		 * (another report's) matters
@@ -670,6 +742,14 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 	size_t n = trimmed_len(s);
 	struct kfr_slot *sl;
 
+	if (!title && (title = strstr(s, "BUG: KASAN: "))) {
+		/* KASAN prints one title line per inlined frame: the first
+		 * opens the report, the others repeat it
+		 */
+		sl = slot_find(p, px->caller);
+		if (sl && sl->kasan && !sl->detail)
+			return;
+	}
 	if (title) {
 		start_report(p, title, px);
 		return;
@@ -770,7 +850,7 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 	/* Nearly every line of a log is no report's: outside a report only a
 	 * title matters. The sequence numbers skipped are unknown, not lost.
 	 */
-	if (!any_active(p) && !strstr(line, "KFENCE: ")) {
+	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ")) {
 		p->last_seq = -1;
 		return;
 	}

@@ -37,8 +37,10 @@ struct kfr_track {
 
 struct kfr_report {
 	/* what the title says */
+	const char *detector;	/* "kfence", or "kasan" (mm/kasan/report.c) */
 	char *kind;		/* out-of-bounds, use-after-free, memory-corruption,
-				 * invalid-access, invalid-free, unknown */
+				 * invalid-access, invalid-free, unknown; for KASAN
+				 * its bug type as printed (slab-out-of-bounds, ...) */
 	char *access;		/* read, write, or NULL when not an access */
 	char *function;		/* the title's frame without offset or module */
 	char *location;		/* the title's frame as printed */
@@ -109,6 +111,7 @@ struct kfr_slot {
 	bool detail;		/* the line after the title was seen */
 	bool object_line;
 	bool footer;
+	bool kasan;		/* a KASAN report: its call trace follows the footer */
 	const char *gap;	/* a KFR_R_* reason met while reading it */
 	struct kfr_report cur;
 };

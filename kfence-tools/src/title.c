@@ -25,6 +25,9 @@ static const char *const skip_list[] = {
 	"slab_*", "__slab_*", "___slab_*", "do_slab_free", "___cache_free",
 	"__cache_free", "cache_alloc_refill", "kasan_*", "__kasan_*", "__asan_*",
 	"kmsan_*", "__kmsan_*",
+	/* KASAN's report path, at the top of its call trace */
+	"dump_stack*", "__dump_stack", "show_stack", "print_report",
+	"print_address_description*", "check_memory_region*",
 	/* string and memory helpers */
 	"memcpy*", "__memcpy*", "memmove", "__memmove", "memset*", "__memset",
 	"memcmp", "__memcmp", "bcmp", "memchr*", "memscan", "strcmp", "strncmp",
@@ -137,14 +140,26 @@ void kfr_set_titles(struct kfr_report *r)
 	r->guilty = r->title = r->bad_access = NULL;
 	set_guilty(r);
 	kw = kind_words(r, words, sizeof(words));
+	if (r->detector && !strcmp(r->detector, "kasan")) {
+		/* syzbot's KASAN form: "KASAN: slab-use-after-free Read in f" */
+		snprintf(words, sizeof(words), "%s%s%s", r->kind ? r->kind : "unknown",
+			 r->access ? (r->access[0] == 'r' ? " Read" : " Write") : "", "");
+		kw = words;
+		is_free = r->kind && strlen(r->kind) >= 5 &&
+			  !strcmp(r->kind + strlen(r->kind) - 5, "-free") &&
+			  !strstr(r->kind, "use-after-free");
+	}
 	if (r->guilty) {
-		snprintf(buf, sizeof(buf), "KFENCE: %s in %s", kw, r->guilty);
+		snprintf(buf, sizeof(buf), "%s: %s in %s",
+			 r->detector && !strcmp(r->detector, "kasan") ? "KASAN" : "KFENCE", kw,
+			 r->guilty);
 		r->title = xstrdup(buf);
 		snprintf(buf, sizeof(buf), "%s in %s", is_free ? "bad-free" : "bad-access",
 			 r->guilty);
 		r->bad_access = xstrdup(buf);
 	} else {
-		snprintf(buf, sizeof(buf), "KFENCE: %s", kw);
+		snprintf(buf, sizeof(buf), "%s: %s",
+			 r->detector && !strcmp(r->detector, "kasan") ? "KASAN" : "KFENCE", kw);
 		r->title = xstrdup(buf);
 	}
 }

@@ -39,7 +39,7 @@ check "$?" 2 "--cursor without --kmsg is a usage error"
 check "$?" 2 "--max-per-boot wants a count"
 check "$("$kr" --brief "$data/drill-dmesg.log" | wc -l)" 7 "seven drill reports from a file"
 check "$("$kr" --brief <"$data/drill-kmsg.log" | wc -l)" 7 "seven from /dev/kmsg records on stdin"
-check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"schema":2,"kind":')" 23 \
+check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"schema":2,"detector":"kfence","kind":')" 23 \
 	"one JSON line per KUnit report, each with the schema version"
 printf 'BUG: KFENCE: use-after-free read in f+0x1/0x2\n' | "$kr" --brief >"$t/out"
 check "$(cat "$t/out")" "- use-after-free read f - - incomplete:truncated" \
@@ -67,7 +67,7 @@ if command -v jq >/dev/null; then
 	"$kr" --json "$data/kunit-dmesg.log" "$data/drill-kmsg.log" "$t/cut.log" >"$t/all.json"
 	bad=$(jq -c 'select(
 		(.schema | type) != "number" or
-		([.kind, .title] | map(type) | unique) != ["string"] or
+		([.detector, .kind, .title] | map(type) | unique) != ["string"] or
 		([.time, .offset, .object, .size, .cpu, .pid, .uid, .seq] |
 		 map(type) - ["number", "null"] | length) != 0 or
 		([.access, .guilty, .bad_access, .cache, .comm, .taint, .release, .host,

@@ -112,8 +112,10 @@ static void parse_inputs(char *in, const char *end, struct out *o)
 	free(records);
 }
 
-/* The "title:" and "bucket:" lines of an expected section, for groups. */
-static char *titles_of(const char *exp)
+/* The "title:", "bad_access:" and "bucket:" lines of an expected section,
+ * for groups; only the "bad_access:" lines for bad-access groups.
+ */
+static char *titles_of(const char *exp, bool bad_access_only)
 {
 	size_t cap = strlen(exp) + 1, len = 0;
 	char *t = calloc(1, cap);
@@ -122,7 +124,7 @@ static char *titles_of(const char *exp)
 	for (l = exp; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		size_t n = strcspn(l, "\n");
 
-		if (!strncmp(l, "title: ", 7) || !strncmp(l, "bucket: ", 8) ||
+		if ((!bad_access_only && (!strncmp(l, "title: ", 7) || !strncmp(l, "bucket: ", 8))) ||
 		    !strncmp(l, "bad_access: ", 12)) {
 			memcpy(t + len, l, n);
 			len += n;
@@ -218,14 +220,24 @@ static int check_file(const char *path, bool update, int n)
 			kasan_ok[kasan_checks++] = same;
 		}
 	}
-	/* group membership */
-	g = strstr(text, "# group: ");
-	if (g && g < in && ok && n_groups < sizeof(groups) / sizeof(groups[0])) {
-		struct group *gr = &groups[n_groups++];
+	/* group membership: "# group: NAME" (titles and buckets) or
+	 * "# bad-access-group: NAME" (the KASAN-comparable form only)
+	 */
+	for (int ba = 0; ba < 2; ba++) {
+		const char *key = ba ? "# bad-access-group: " : "# group: ";
 
-		snprintf(gr->name, sizeof(gr->name), "%.*s", (int)strcspn(g + 9, "\n"), g + 9);
-		gr->titles = titles_of(got);
-		snprintf(gr->file, sizeof(gr->file), "%s", path);
+		g = strstr(text, key);
+		if (!g || g > in || !ok || n_groups >= sizeof(groups) / sizeof(groups[0]))
+			continue;
+		g += strlen(key);
+		{
+			struct group *gr = &groups[n_groups++];
+
+			snprintf(gr->name, sizeof(gr->name), "%s%.*s", ba ? "bad-access " : "",
+				 (int)strcspn(g, "\n"), g);
+			gr->titles = titles_of(got, ba);
+			snprintf(gr->file, sizeof(gr->file), "%s", path);
+		}
 	}
 	free(got);
 	free(text);
