@@ -72,24 +72,22 @@ static void json_int(FILE *f, const char *key, long long v, bool known)
 		fputs("null", f);
 }
 
+static void json_strings(FILE *f, const char *key, char *const *v, size_t n)
+{
+	json_key(f, key, false);
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		kfr_json_str(f, v[i]);
+	}
+	fputc(']', f);
+}
+
 static void json_stack(FILE *f, const struct kfr_stack *st)
 {
-	json_key(f, "stack", false);
-	fputc('[', f);
-	for (size_t i = 0; i < st->n; i++) {
-		if (i)
-			fputc(',', f);
-		kfr_json_str(f, st->frames[i]);
-	}
-	fputc(']', f);
-	json_key(f, "stack_src", false);
-	fputc('[', f);
-	for (size_t i = 0; i < st->n; i++) {
-		if (i)
-			fputc(',', f);
-		kfr_json_str(f, st->src[i]);
-	}
-	fputc(']', f);
+	json_strings(f, "stack", st->frames, st->n);
+	json_strings(f, "stack_src", st->src, st->n);
 }
 
 static void json_track(FILE *f, const char *key, const struct kfr_track *t)

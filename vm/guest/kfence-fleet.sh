@@ -33,6 +33,15 @@ lsmod | grep -q '^kfence_drill ' || insmod "$KO" ||
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 notok() { n=$((n + 1)); echo "not ok $n - $*"; }
+# tap_in FILE: renumber the "ok - ..." / "not ok - ..." lines of a subshell
+tap_in() {
+	while read -r line; do
+		case $line in
+		ok*) ok "${line#ok - }" ;;
+		*) notok "${line#not ok - }" ;;
+		esac
+	done <"$1"
+}
 
 fire() {
 	echo "$1" >"$D/fire" || echo "# fire $1 failed: $(dmesg | grep kfence_drill | tail -n 1)"
@@ -78,12 +87,7 @@ echo "$TITLES" | while IFS='|' read -r class title; do
 		echo "not ok - $class: $got reports titled \"$title\" ($whole complete) across the restart (want 1)"
 	fi
 done >/tmp/kff-titles.tap
-while read -r line; do
-	case $line in
-	ok*) ok "${line#ok - }" ;;
-	*) notok "${line#not ok - }" ;;
-	esac
-done </tmp/kff-titles.tap
+tap_in /tmp/kff-titles.tap
 total=$(grep -c '"function":"drill_' /tmp/kff.json)
 if [ "$total" -eq 7 ]; then
 	ok "restarted collector: 7 drill reports in all, none twice, none lost"
@@ -102,12 +106,7 @@ echo "$TITLES" | while IFS='|' read -r class title; do
 		echo "not ok - $class: no bucket \"$bucket\" of 2; have: $(grep -o '"bucket":"[^"]*drill_'"$class"'[^"]*"' /tmp/kff-sum.json)"
 	fi
 done >/tmp/kff-buckets.tap
-while read -r line; do
-	case $line in
-	ok*) ok "${line#ok - }" ;;
-	*) notok "${line#not ok - }" ;;
-	esac
-done </tmp/kff-buckets.tap
+tap_in /tmp/kff-buckets.tap
 # each record carries the boot, release and taint
 boot=$(cat /proc/sys/kernel/random/boot_id)
 good=$(grep '"function":"drill_' /tmp/kff.json | grep "\"release\":\"$(uname -r)\"" |
