@@ -159,38 +159,97 @@ static bool frame_token(const char *s, size_t n)
 	       slash[1] == '0' && slash[2] == 'x' && all_hex(slash + 3, (size_t)(s + n - slash - 3));
 }
 
+/* A bare symbol (an inlined frame of a symbolized trace has no offset). */
+static bool symbol_token(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.$", s[i]))
+			return false;
+	return n > 0 && !isdigit((unsigned char)s[0]);
+}
+
+/* " path/file.c:123" as scripts/decode_stacktrace.sh and syzbot add it:
+ * the length of the source part at @s (0 if none).
+ */
+static size_t source_part(const char *s, size_t n)
+{
+	size_t t, c;
+
+	if (n < 4 || s[0] != ' ' || s[1] == '[')
+		return 0;
+	t = 1 + strcspn(s + 1, " ");
+	if (t > n)
+		t = n;
+	for (c = t; c > 1 && s[c - 1] != ':'; c--)
+		;
+	if (c <= 2 || c == t || strspn(s + c, "0123456789") != t - c || !memchr(s + 1, '.', c - 1))
+		return 0;
+	return t;
+}
+
+/* " [module]", " [module buildid]" or " [inline]" filling @s exactly */
+static bool module_part(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n < 4 || s[0] != ' ' || s[1] != '[' || s[n - 1] != ']')
+		return false;
+	for (i = 2; i < n - 1 && s[i] != ' '; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_-", s[i]))
+			return false;
+	return i == n - 1 || all_hex(s + i + 1, n - 2 - i);
+}
+
 /*
  * A stack frame line: "? " (unreliable, in a show_regs() trace), a frame
  * token, then nothing, " [module]" or, with CONFIG_STACKTRACE_BUILD_ID,
- * " [module buildid]".
+ * " [module buildid]". A symbolized trace (decode_stacktrace.sh, syzbot)
+ * adds " file.c:123" before the module, and has inlined frames
+ * "f file.h:12 [inline]" without an offset. Returns the length of the
+ * source part in *src_len (0 when there is none).
  */
-static bool is_frame(const char *s, size_t n)
+static bool frame_line(const char *s, size_t n, size_t *src_off, size_t *src_len)
 {
-	size_t t, i;
+	size_t t, sp, skip = 0;
 
+	*src_off = *src_len = 0;
 	if (n > 2 && s[0] == '?' && s[1] == ' ') {
+		skip = 2;
 		s += 2;
 		n -= 2;
 	}
 	t = strcspn(s, " ");
 	if (t > n)
 		t = n;
-	if (!frame_token(s, t))
+	sp = source_part(s + t, n - t);
+	if (!frame_token(s, t) && !(sp && symbol_token(s, t) && t + sp < n &&
+				    !strncmp(s + t + sp, " [inline]", n - t - sp)))
 		return false;
-	if (t == n)
-		return true;
-	if (n - t < 4 || s[t + 1] != '[' || s[n - 1] != ']')
-		return false;
-	for (i = t + 2; i < n - 1 && s[i] != ' '; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("_-", s[i]))
-			return false;
-	return i == n - 1 || all_hex(s + i + 1, n - 2 - i);
+	if (sp) {
+		*src_off = skip + t + 1;
+		*src_len = sp - 1;
+	}
+	t += sp;
+	return t == n || module_part(s + t, n - t);
+}
+
+static bool is_frame(const char *s, size_t n)
+{
+	size_t off, len;
+
+	return frame_line(s, n, &off, &len);
 }
 
 static void stack_add(struct kfr_stack *st, const char *s, size_t n)
 {
-	if (st->n < KFR_MAX_FRAMES)
-		st->frames[st->n++] = xstrndup(s, n);
+	size_t off, len;
+
+	if (st->n >= KFR_MAX_FRAMES)
+		return;
+	/* a symbolized log's file:line is the frame's source */
+	if (frame_line(s, n, &off, &len) && len)
+		st->src[st->n] = xstrndup(s + off, len);
+	st->frames[st->n++] = xstrndup(s, n);
 }
 
 /* "F+0x1/0x2 [mod buildid]" -> function F, module mod */
@@ -655,9 +714,7 @@ static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
 		sl->detail = true;
 		if (s[0] != 'F')
 			set_str(&r->access, s[0] == 'R' ? "read" : "write", s[0] == 'R' ? 4 : 5);
-		find_address(r, s, " addr ");
-		if (s[0] != 'F' && sscanf(strstr(s, "size ") + 5, "%ld", &r->size) != 1)
-			r->size = -1;
+		find_address(r, s, " addr ");	/* the size read is not the object's */
 	} else if (!sl->footer && parse_task(r, s, n)) {
 		sl->footer = true;
 		sl->section = KFR_HEAD;

@@ -30,7 +30,7 @@ static const char *const skip_list[] = {
 	"print_address_description*", "check_memory_region*",
 	/* string and memory helpers */
 	"memcpy*", "__memcpy*", "memmove", "__memmove", "memset*", "__memset",
-	"memcmp", "__memcmp", "bcmp", "memchr*", "memscan", "strcmp", "strncmp",
+	"memcmp", "__memcmp", "bcmp", "memzero_explicit", "memchr*", "memscan", "strcmp", "strncmp",
 	"strcasecmp", "strncasecmp", "strlen", "strnlen", "strcpy", "strncpy",
 	"strscpy*", "sized_strscpy", "strlcpy", "strcat", "strncat", "strlcat",
 	"strchr", "strnchr", "strrchr", "strstr", "strnstr", "strsep", "strpbrk",
