@@ -118,12 +118,16 @@ void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq)
 	c->n_done = j;
 }
 
+#define BUCKET_HOSTS 256	/* distinct hosts counted per bucket, at most */
+
 struct bucket {
 	char *key;
 	char *title;
 	char *bad_access;
 	unsigned long count, complete;
 	char *first, *last;
+	char *hosts[BUCKET_HOSTS];
+	size_t n_hosts;
 };
 
 struct kfr_buckets {
@@ -176,6 +180,14 @@ void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const ch
 	}
 	k->count++;
 	k->complete += r->complete;
+	if (r->host && k->n_hosts < BUCKET_HOSTS) {
+		size_t i = 0;
+
+		while (i < k->n_hosts && strcmp(k->hosts[i], r->host))
+			i++;
+		if (i == k->n_hosts)
+			k->hosts[k->n_hosts++] = sdup(r->host);
+	}
 	free(k->last);
 	k->last = sdup(seen);
 }
@@ -193,14 +205,14 @@ void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
 {
 	qsort(b->v, b->n, sizeof(*b->v), by_count);
 	if (!json)
-		fprintf(f, "%6s %8s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "FIRST SEEN",
-			"LAST SEEN", "BUCKET");
+		fprintf(f, "%6s %8s %5s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "HOSTS",
+			"FIRST SEEN", "LAST SEEN", "BUCKET");
 	for (size_t i = 0; i < b->n; i++) {
 		const struct bucket *k = &b->v[i];
 
 		if (!json) {
-			fprintf(f, "%6lu %8lu  %-26s %-26s %s\n", k->count, k->complete,
-				k->first, k->last, k->key);
+			fprintf(f, "%6lu %8lu %5zu  %-26s %-26s %s\n", k->count, k->complete,
+				k->n_hosts, k->first, k->last, k->key);
 			continue;
 		}
 		fprintf(f, "{\"schema\":%d,\"bucket\":", KFR_SCHEMA);
@@ -209,7 +221,8 @@ void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
 		kfr_json_str(f, k->title);
 		fputs(",\"bad_access\":", f);
 		kfr_json_str(f, k->bad_access);
-		fprintf(f, ",\"count\":%lu,\"complete\":%lu,\"first_seen\":", k->count, k->complete);
+		fprintf(f, ",\"count\":%lu,\"complete\":%lu,\"hosts\":%zu,\"first_seen\":",
+			k->count, k->complete, k->n_hosts);
 		kfr_json_str(f, k->first);
 		fputs(",\"last_seen\":", f);
 		kfr_json_str(f, k->last);
@@ -225,6 +238,8 @@ void kfr_buckets_free(struct kfr_buckets *b)
 		free(b->v[i].bad_access);
 		free(b->v[i].first);
 		free(b->v[i].last);
+		for (size_t h = 0; h < b->v[i].n_hosts; h++)
+			free(b->v[i].hosts[h]);
 	}
 	free(b->v);
 	free(b);
@@ -314,4 +329,82 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 		"CONFIG_KFENCE_NUM_OBJECTS or look for a leak of KFENCE objects)" :
 		"never full");
 	return 0;
+}
+
+/* A JSON string at @s (after its opening quote) into a new C string. */
+static char *json_string_at(const char *s, const char **end)
+{
+	size_t cap = strlen(s) + 1, n = 0;
+	char *d = malloc(cap);
+	unsigned int u;
+
+	if (!d)
+		exit(1);
+	for (; *s && *s != '"'; s++) {
+		if (*s != '\\') {
+			d[n++] = *s;
+			continue;
+		}
+		s++;
+		if (*s == 'u' && sscanf(s + 1, "%4x", &u) == 1 && strspn(s + 1, "0123456789abcdefABCDEF") >= 4) {
+			d[n++] = u && u < 0x100 ? (char)u : '?';
+			s += 4;
+		} else if (*s == 'n') {
+			d[n++] = '\n';
+		} else if (*s) {
+			d[n++] = *s;
+		} else {
+			break;
+		}
+	}
+	d[n] = '\0';
+	if (end)
+		*end = *s == '"' ? s + 1 : s;
+	return d;
+}
+
+/* The string value of top-level "key" in one of our records, or NULL. */
+static char *json_field(const char *line, const char *key, const char *from)
+{
+	char pat[64];
+	const char *k;
+
+	snprintf(pat, sizeof(pat), ",\"%s\":\"", key);
+	k = strstr(from ? from : line, pat);
+	return k ? json_string_at(k + strlen(pat), NULL) : NULL;
+}
+
+/*
+ * One of kfence-report's own JSON records (schema 2), as a fleet gathers
+ * them from its machines, back into the fields --summary needs: the title
+ * forms, the stack, complete, and when and where it was seen. Our records
+ * have a fixed key order, and the top-level "stack" comes before the
+ * tracks' (which also have one).
+ */
+bool kfr_json_record(const char *line, struct kfr_report *r)
+{
+	static const char head[] = "{\"schema\":2,";
+	const char *st, *e, *tail;
+
+	if (strncmp(line, head, strlen(head)))
+		return false;
+	kfr_report_clear(r);
+	r->kind = json_field(line, "kind", NULL);
+	r->title = json_field(line, "title", NULL);
+	r->bad_access = json_field(line, "bad_access", NULL);
+	r->guilty = json_field(line, "guilty", NULL);
+	st = strstr(line, ",\"stack\":[");
+	if (st) {
+		for (st += strlen(",\"stack\":["); *st == '"' && r->stack.n < KFR_MAX_FRAMES; ) {
+			r->stack.frames[r->stack.n++] = json_string_at(st + 1, &e);
+			st = *e == ',' ? e + 1 : e;
+		}
+	}
+	tail = strstr(line, ",\"boot_id\":");
+	r->host = json_field(line, "host", tail ? tail - 200 > line ? tail - 200 : line : NULL);
+	r->wallclock = tail ? json_field(tail, "wallclock", NULL) : NULL;
+	if (tail && (e = strstr(tail, ",\"time\":")) && e[8] != 'n')
+		r->time = strndup(e + 8, strspn(e + 8, "0123456789."));
+	r->complete = strstr(line, ",\"complete\":true") != NULL;
+	return r->title != NULL;
 }

@@ -46,6 +46,9 @@ void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const ch
 void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json);
 void kfr_buckets_free(struct kfr_buckets *b);
 
+/* One of our own JSON records (schema 2) back into @r, for --summary. */
+bool kfr_json_record(const char *line, struct kfr_report *r);
+
 /* --stats: /sys/kernel/debug/kfence/stats (or @path) as text or JSON. */
 int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json);
 

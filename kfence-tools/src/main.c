@@ -153,14 +153,27 @@ static void print_report(const struct kfr_report *r, void *arg)
 	save_cursor(c);
 }
 
+static void print_report(const struct kfr_report *r, void *arg);
+
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
+	struct ctx *c = p->arg;
+	struct kfr_report rec;
 	char *line = NULL;
 	size_t cap = 0;
 	int ret = 0;
 
-	while (getline(&line, &cap, f) >= 0)
+	memset(&rec, 0, sizeof(rec));
+	kfr_report_clear(&rec);
+	while (getline(&line, &cap, f) >= 0) {
+		/* --summary of the records a fleet's collectors wrote */
+		if (c->buckets && line[0] == '{' && kfr_json_record(line, &rec)) {
+			print_report(&rec, c);
+			continue;
+		}
 		kfr_parser_line(p, line);
+	}
+	kfr_report_clear(&rec);
 	if (ferror(f)) {
 		fprintf(stderr, "kfence-report: reading %s: %s\n", name, strerror(errno));
 		ret = 1;

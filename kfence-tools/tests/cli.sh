@@ -139,8 +139,14 @@ check "$(grep -c '^ *2 *2 ' "$t/out")" 7 "--summary: two logs of the drill give 
 "$kr" --summary=1 --json "$data/kunit-dmesg.log" >"$t/out"
 grep_ok '"bucket":"KFENCE: out-of-bounds read in test_out_of_bounds_read","title":' "$t/out" \
 	"--summary=1 --json: a bucket is the title alone"
-grep_ok '"count":4,"complete":4,"first_seen":"0.497808 s","last_seen":"0.581011 s"' "$t/out" \
+grep_ok '"count":4,"complete":4,"hosts":0,"first_seen":"0.497808 s","last_seen":"0.581011 s"' "$t/out" \
 	"with its count and first and last time seen"
+"$kr" --json --kmsg="$k" --host web-1 >"$t/fleet.jsonl"
+"$kr" --json --kmsg="$k" --host web-2 >>"$t/fleet.jsonl"
+"$kr" --json "$data/drill-dmesg.log" >>"$t/fleet.jsonl"
+"$kr" --summary --json "$t/fleet.jsonl" >"$t/out"
+check "$(grep -c '"count":3,"complete":3,"hosts":2,' "$t/out")" 7 \
+	"--summary of the JSON records of two hosts and a log: 7 buckets of 3, on 2 hosts"
 
 # --stats
 "$kr" --stats="$data/kfence-stats.txt" --json >"$t/out"
