@@ -5,6 +5,7 @@
  * bucket key. Build: meson with CC=clang (target fuzz-kfence-report), or
  * kfence-tools/fuzz/run-fuzz.sh, which also runs it on the seed corpus.
  */
+#include "fleet.h"
 #include "report.h"
 
 #include <stdint.h>
@@ -31,6 +32,7 @@ static void on_report(const struct kfr_report *r, void *arg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kfr_parser p;
+	struct kfr_report rec;
 	char *buf = malloc(size + 1), *line, *nl, out[256];
 
 	if (!buf)
@@ -40,12 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	buf[size] = '\0';
 	kfr_parser_init(&p, on_report, NULL);
+	memset(&rec, 0, sizeof(rec));
+	kfr_report_clear(&rec);
 	for (line = buf; line; line = nl ? nl + 1 : NULL) {
 		nl = memchr(line, '\n', size - (size_t)(line - buf));
 		if (nl)
 			*nl = '\0';
 		kfr_parser_line(&p, line);
 		kfr_kasan_bad_access(line, out, sizeof(out));
+		if (kfr_json_record(line, &rec))
+			on_report(&rec, NULL);
 		if (line[0] == '\1')
 			kfr_parser_lost(&p);
 		if (line[0] == '\2')
@@ -53,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	kfr_parser_finish(&p);
 	kfr_parser_free(&p);
+	kfr_report_clear(&rec);
 	free(buf);
 	return 0;
 }

@@ -14,7 +14,7 @@ mkdir -p "$work/new"
 src=$here/../src
 "$cc" -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$src" "$here/fuzz-report.c" "$src/report.c" "$src/prefix.c" "$src/title.c" \
-	"$src/output.c" -o "$work/fuzz-kfence-report"
+	"$src/output.c" "$src/fleet.c" -o "$work/fuzz-kfence-report"
 cd "$work"
 ./fuzz-kfence-report -max_total_time="$secs" -max_len=65536 -timeout=10 \
 	-rss_limit_mb=1024 new "$here/seeds" "$here/../tests/corpus"
