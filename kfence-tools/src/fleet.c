@@ -67,6 +67,7 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 int kfr_cursor_save(const struct kfr_cursor *c, const char *path)
 {
 	char tmp[4096];
+	bool bad;
 	FILE *f;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -80,7 +81,9 @@ int kfr_cursor_save(const struct kfr_cursor *c, const char *path)
 		CURSOR_MAGIC, c->boot_id, c->next_seq, c->emitted, c->suppressed);
 	for (size_t i = 0; i < c->n_done; i++)
 		fprintf(f, "done %lld\n", c->done[i]);
-	if (fflush(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, path)) {
+	bad = fflush(f) || fsync(fileno(f));
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path)) {
 		fprintf(stderr, "kfence-report: cannot write cursor '%s': %s\n", path,
 			strerror(errno));
 		return -1;
