@@ -446,7 +446,7 @@ int fw_run(struct fw_ctx *c)
 			tmo = left < tmo ? left : tmo;
 		}
 		if (c->hooks.tick && (r = c->hooks.tick(c, t)))
-			return r;
+			return r < 0 ? 0 : r;	/* -1: a normal end */
 		if (c->hooks.deadline) {
 			int64_t d = c->hooks.deadline(c, t);
 
@@ -472,9 +472,12 @@ int fw_run(struct fw_ctx *c)
 			fw_err("poll: %s", strerror(errno));
 			return 1;
 		}
-		if (r > 0 && c->hooks.fd >= 0 && p[1].revents)
+		bool hooked = r > 0 && c->hooks.fd >= 0 && p[1].revents;
+
+		if (hooked)
 			c->hooks.on_fd(c);
-		if (r > 0 && p[0].revents) {
+		/* After a hook (a command ended), read what it caused, too. */
+		if (r > 0 && (p[0].revents || hooked)) {
 			n = read(c->fan, buf, sizeof(buf));
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				fw_err("reading fanotify events: %s", strerror(errno));

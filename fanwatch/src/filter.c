@@ -3,8 +3,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "filter.h"
+
+int fw_filter_add_ignore_file(struct fw_filter *f, const char *file)
+{
+	char *abs = realpath(file, NULL), *dir, *text = NULL;
+	struct fw_ignore *nv;
+	size_t cap = 0;
+	FILE *in;
+	int ret;
+
+	if (!abs)
+		return -errno;
+	in = fopen(abs, "re");
+	if (!in) {
+		ret = -errno;
+		free(abs);
+		return ret;
+	}
+	if (getdelim(&text, &cap, '\0', in) < 0 && !text)
+		text = strdup("");
+	fclose(in);
+	dir = strrchr(abs, '/');
+	if (dir == abs)
+		dir[1] = '\0';
+	else
+		*dir = '\0';
+	nv = realloc(f->ig, (f->nig + 1) * sizeof(*nv));
+	ret = -ENOMEM;
+	if (nv && text) {
+		f->ig = nv;
+		ret = fw_ignore_parse(&f->ig[f->nig], abs, text);
+		if (!ret)
+			f->nig++;
+	}
+	if (!f->cwd)
+		f->cwd = getcwd(NULL, 0);
+	f->has_ex = true;
+	free(text);
+	free(abs);
+	return ret;
+}
+
+static bool ignored(const struct fw_filter *f, const char *path, bool isdir)
+{
+	char *abs = NULL;
+	size_t i;
+	bool ig = false;
+
+	if (!f->nig)
+		return false;
+	if (path[0] != '/') {
+		if (!f->cwd || asprintf(&abs, "%s/%s", f->cwd, path) < 0)
+			return false;
+		path = abs;
+	}
+	for (i = 0; i < f->nig && !ig; i++)
+		ig = fw_ignore_match(&f->ig[i], path, isdir);
+	free(abs);
+	return ig;
+}
 
 int fw_filter_add(struct fw_filter *f, bool include, bool icase,
 		  const char *re, char *err, size_t errlen)
@@ -64,11 +124,11 @@ static bool below(const char *path, const char *top)
 	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-bool fw_filter_excluded(const struct fw_filter *f, const char *path)
+bool fw_filter_excluded(const struct fw_filter *f, const char *path, bool isdir)
 {
 	size_t i;
 
-	if (any(f->ex, f->nex, path))
+	if (any(f->ex, f->nex, path) || ignored(f, path, isdir))
 		return true;
 	for (i = 0; i < f->npaths; i++)
 		if (below(path, f->paths[i]))
@@ -76,9 +136,9 @@ bool fw_filter_excluded(const struct fw_filter *f, const char *path)
 	return false;
 }
 
-bool fw_filter_pass(const struct fw_filter *f, const char *path)
+bool fw_filter_pass(const struct fw_filter *f, const char *path, bool isdir)
 {
-	if (fw_filter_excluded(f, path))
+	if (fw_filter_excluded(f, path, isdir))
 		return false;
 	return !f->nin || any(f->in, f->nin, path);
 }
@@ -93,6 +153,10 @@ void fw_filter_free(struct fw_filter *f)
 		regfree(&f->in[i]);
 	for (i = 0; i < f->npaths; i++)
 		free(f->paths[i]);
+	for (i = 0; i < f->nig; i++)
+		fw_ignore_free(&f->ig[i]);
+	free(f->ig);
+	free(f->cwd);
 	free(f->ex);
 	free(f->in);
 	free(f->paths);

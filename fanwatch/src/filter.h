@@ -11,7 +11,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ignore.h"
+
 struct fw_filter {
+	struct fw_ignore *ig;	/* --ignore-file rule sets */
+	size_t nig;
+	char *cwd;		/* to make relative paths absolute for them */
 	regex_t *ex, *in;
 	size_t nex, nin;
 	char **paths;		/* @PATH exclusions, without a trailing '/' */
@@ -23,13 +28,15 @@ struct fw_filter {
 int fw_filter_add(struct fw_filter *f, bool include, bool icase,
 		  const char *re, char *err, size_t errlen);
 int fw_filter_add_path(struct fw_filter *f, const char *path);
+/* An --ignore-file; its rules apply below its directory. -errno. */
+int fw_filter_add_ignore_file(struct fw_filter *f, const char *file);
 static inline bool fw_filter_active(const struct fw_filter *f)
 {
 	return f->has_ex || f->nin;
 }
-bool fw_filter_pass(const struct fw_filter *f, const char *path);
+bool fw_filter_pass(const struct fw_filter *f, const char *path, bool isdir);
 /* Exclusions only: decides which directories -r leaves unwatched. */
-bool fw_filter_excluded(const struct fw_filter *f, const char *path);
+bool fw_filter_excluded(const struct fw_filter *f, const char *path, bool isdir);
 void fw_filter_free(struct fw_filter *f);
 
 #endif

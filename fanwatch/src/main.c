@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "fw-uapi.h"
 #include "watch.h"
 
@@ -18,7 +19,10 @@ enum {
 	OPT_FORMAT = 256, OPT_TIMEFMT, OPT_JSON, OPT_EXCLUDE, OPT_EXCLUDEI,
 	OPT_INCLUDE, OPT_INCLUDEI, OPT_FROMFILE, OPT_NO_SELF, OPT_RESCAN,
 	OPT_NO_NEWLINE, OPT_UNPAIRED, OPT_PAIRED, OPT_RELATIVE,
+	OPT_EXEC, OPT_SETTLE, OPT_RESTART, OPT_POSTPONE, OPT_EXIT_ON_FAIL, OPT_IGNORE_FILE,
 };
+
+static struct fw_exec_opts exec_opts = { .settle_ms = 100 };
 
 static const struct option longopts[] = {
 	{ "help", no_argument, NULL, 'h' },
@@ -46,6 +50,12 @@ static const struct option longopts[] = {
 	{ "daemon", no_argument, NULL, 'd' },
 	{ "no-dereference", no_argument, NULL, 'P' },
 	{ "syslog", no_argument, NULL, 's' },
+	{ "exec", required_argument, NULL, OPT_EXEC },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	{ "restart", no_argument, NULL, OPT_RESTART },
+	{ "postpone", no_argument, NULL, OPT_POSTPONE },
+	{ "exit-on-failure", no_argument, NULL, OPT_EXIT_ON_FAIL },
+	{ "ignore-file", required_argument, NULL, OPT_IGNORE_FILE },
 	{ 0 }
 };
 
@@ -79,6 +89,13 @@ static void usage(FILE *f)
 	      "      --rescan-on-overflow  after a queue overflow, report what a rescan finds\n"
 	      "      --paired-renames   text: one 'MOVED_FROM,MOVED_TO new <- old' line\n"
 	      "      --unpaired-renames take the kernel's MOVED_FROM/MOVED_TO, not FAN_RENAME\n"
+	      "      --ignore-file FILE .gitignore rules, relative to FILE's directory\n"
+	      "      --exec CMD         run sh -c CMD on changes; changed paths in \"$@\"\n"
+	      "                         and $FANWATCH_PATHS (one a line); implies -m\n"
+	      "      --settle MS        wait until MS ms without a change (default 100)\n"
+	      "      --restart          a change during a run stops it and runs again\n"
+	      "      --postpone         no run at start, only on the first change\n"
+	      "      --exit-on-failure  end with the command's status when it fails\n"
 	      "  -h, --help             this help\n\n"
 	      "Exit status: 0 event seen or normal end, 1 error, 2 timeout.\n", f);
 }
@@ -160,6 +177,21 @@ static int parse_timeout(const char *s, int *t)
 	return 0;
 }
 
+static int parse_ms(const char *s, int *ms)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > 3600000) {
+		fw_err("bad --settle '%s': give milliseconds", s);
+		return -1;
+	}
+	*ms = (int)v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 {
 	const char *outfile = NULL, *bad;
@@ -177,6 +209,20 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 		case 's': break;	/* inotifywait's --syslog: -d implies it here */
 		case OPT_PAIRED: o->paired_text = true; break;
 		case OPT_RELATIVE: o->relative = true; break;
+		case OPT_EXEC: exec_opts.cmd = optarg; o->monitor = true; break;
+		case OPT_RESTART: exec_opts.restart = true; break;
+		case OPT_POSTPONE: exec_opts.postpone = true; break;
+		case OPT_EXIT_ON_FAIL: exec_opts.exit_on_fail = true; break;
+		case OPT_SETTLE:
+			if (parse_ms(optarg, &exec_opts.settle_ms))
+				return -1;
+			break;
+		case OPT_IGNORE_FILE:
+			if ((errno = -fw_filter_add_ignore_file(&o->filter, optarg))) {
+				fw_err("cannot read --ignore-file '%s': %s", optarg, strerror(errno));
+				return -1;
+			}
+			break;
 		case 'r': o->recursive = true; break;
 		case 'c': o->fmt.style = FW_STYLE_CSV; break;
 		case 'q': o->quiet++; break;
@@ -230,6 +276,11 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 	}
 	if (fw_format_wants_time(o->fmt.format) && !o->fmt.timefmt) {
 		fw_err("%%T is in --format string, but --timefmt was not specified");
+		return -1;
+	}
+	if ((exec_opts.restart || exec_opts.postpone || exec_opts.exit_on_fail) &&
+	    !exec_opts.cmd) {
+		fw_err("--restart, --postpone and --exit-on-failure go with --exec CMD");
 		return -1;
 	}
 	if (o->daemon && !outfile) {
@@ -311,6 +362,8 @@ int main(int argc, char **argv)
 		absolute_paths(&o, &r);
 	setvbuf(o.out, obuf, _IOFBF, sizeof(obuf));
 	if (fw_open(&c, &o))
+		goto out;
+	if (exec_opts.cmd && fw_exec_setup(&c, &exec_opts))
 		goto out;
 	if (!o.quiet)
 		fprintf(stderr, "Setting up watches.%s\n", o.recursive ?

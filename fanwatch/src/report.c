@@ -89,7 +89,8 @@ void fw_stamp(struct fw_ctx *c)
 		 ts.tv_nsec / 1000);
 }
 
-static bool passes(const struct fw_ctx *c, const struct fw_dir *d, const char *name)
+static bool passes(const struct fw_ctx *c, const struct fw_dir *d, const char *name,
+		   bool isdir)
 {
 	char buf[8192];
 
@@ -99,7 +100,7 @@ static bool passes(const struct fw_ctx *c, const struct fw_dir *d, const char *n
 		return true;
 	if (!*name && d->pathlen > 1 && buf[d->pathlen - 1] == '/')
 		buf[d->pathlen - 1] = '\0';	/* a directory: match without '/' */
-	return fw_filter_pass(&c->o->filter, buf);
+	return fw_filter_pass(&c->o->filter, buf, isdir || !*name);
 }
 
 static void out(struct fw_ctx *c, const struct fw_ev *e)
@@ -122,7 +123,7 @@ static void out1(struct fw_ctx *c, uint32_t bit, const struct fw_dir *d,
 {
 	struct fw_ev one = *e;
 
-	if (c->done || !(bit & (c->o->events | FW_Q_OVERFLOW)) || !passes(c, d, name))
+	if (c->done || !(bit & (c->o->events | FW_Q_OVERFLOW)) || !passes(c, d, name, e->isdir))
 		return;
 	one.mask = bit;
 	one.d = d;
@@ -154,7 +155,8 @@ void fw_emit(struct fw_ctx *c, const struct fw_ev *e)
 	if (!pairable) {
 		out1(c, FW_MOVED_FROM, e->od, e->oname, e);
 		out1(c, FW_MOVED_TO, e->d, e->name, e);
-	} else if (passes(c, e->d, e->name) || passes(c, e->od, e->oname)) {
+	} else if (passes(c, e->d, e->name, e->isdir) ||
+		   passes(c, e->od, e->oname, e->isdir)) {
 		out(c, e);
 	}
 }

@@ -398,7 +398,7 @@ bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name
 	if (!c->o->filter.has_ex)
 		return false;
 	p = join(parent, name);
-	ex = p && fw_filter_excluded(&c->o->filter, p);
+	ex = p && fw_filter_excluded(&c->o->filter, p, true);
 	free(p);
 	return ex;
 }
