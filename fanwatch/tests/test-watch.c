@@ -586,6 +586,30 @@ static void mark_limit(void **state)
 	finish();
 }
 
+/* The mark limit reached later, while a moved-in tree is scanned. */
+static void mark_limit_mid_scan(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+	pid_t pid = fork();
+	int st;
+
+	(void)state;
+	if (!pid)
+		_exit(limit_marks() ? 1 : 0);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
+	assert_int_equal(mkdir("out/t", 0755) | mkdir("out/t/a", 0755) | mkdir("out/t/b", 0755) |
+			 mkdir("out/t/c", 0755) | mkdir("out/t/d", 0755), 0);
+	pre_exec = limit_marks_or_die;
+	spawn(args, true);
+	pre_exec = NULL;
+	assert_int_equal(rename("out/t", "w/t"), 0);
+	EXPECT("w/ MOVED_TO,ISDIR t");
+	assert_true(wait_err("user.max_fanotify_marks = 3): 3 directories left unwatched", LINE_TIMEOUT_MS));
+	finish();
+}
+
 static void act_skip_then_keep(void)
 {
 	write_file("w/skip/no", "");
@@ -997,6 +1021,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(own_events, fresh),
 		cmocka_unit_test_setup(overflow_rescan, fresh),
 		cmocka_unit_test_setup(mark_limit, fresh),
+		cmocka_unit_test_setup(mark_limit_mid_scan, fresh),
 		cmocka_unit_test_setup(fromfile_outfile, fresh),
 		cmocka_unit_test_setup(no_file_handles, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
