@@ -17,7 +17,7 @@ mkdir "$work/d"
 echo 0 > "$work/d/f"
 stamp='date +%s%N >> '"$work/log"
 
-cpu_of() {	# utime+stime of a pid and its reaped children, in seconds
+cpu_of() {	# utime+stime of a pid and its reaped children (the runs), in seconds
 	awk '{ printf "%.3f", ($14 + $15 + $16 + $17) / '"$(getconf CLK_TCK)"' }' "/proc/$1/stat"
 }
 
@@ -42,9 +42,19 @@ report() {
 import statistics, sys
 name, writes, log, cpu = sys.argv[1:5]
 w = [int(x) for x in open(writes)]
-l = [int(x) for x in open(log)][-len(w):]
-lat = sorted((b - a) / 1e6 for a, b in zip(w, l) if b >= a)
-print(f"{name:30s} runs {len(lat):3d}  latency ms min {lat[0]:7.1f} median {statistics.median(lat):7.1f} max {lat[-1]:7.1f}  watcher cpu {float(cpu):.3f} s")
+l = sorted(int(x) for x in open(log))
+lat, missed = [], 0
+for i, t in enumerate(w):
+    nxt = w[i + 1] if i + 1 < len(w) else float("inf")
+    after = [x for x in l if t <= x < nxt]
+    if after:
+        lat.append((after[0] - t) / 1e6)
+    else:
+        missed += 1
+lat.sort()
+if not lat:
+    lat = [float("nan")]
+print(f"{name:30s} runs {len(w) - missed:3d}/{len(w)}  latency ms min {lat[0]:7.1f} median {statistics.median(lat):7.1f} max {lat[-1]:7.1f}  cpu (watcher + command runs) {float(cpu):.3f} s")
 P
 }
 
