@@ -45,9 +45,8 @@ struct fw_loop_hooks {
 	void (*on_fd)(struct fw_ctx *c);
 	/* ms until the hook must run (-1: no deadline); called every turn */
 	int64_t (*deadline)(struct fw_ctx *c, int64_t now);
-	/* 0 to go on, else the loop returns this status */
+	/* 0 to go on; else the loop ends with this status (-1: status 0) */
 	int (*tick)(struct fw_ctx *c, int64_t now);
-	bool wait_idle;				/* keep running with no watch left? no */
 };
 
 struct fw_pending;
