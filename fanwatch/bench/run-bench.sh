@@ -7,6 +7,7 @@ set -eu
 build=$(realpath "${1:-build}")
 tree=${2:-}
 bench="$build/fanwatch/fwbench"
+here=$(cd "$(dirname "$0")" && pwd)
 fw="$build/fanwatch/fanwatch"
 for tool in fsnotifywait inotifywait; do
 	command -v "$tool" >/dev/null || { echo "run-bench.sh: $tool missing (apt-get install inotify-tools)" >&2; exit 1; }
@@ -29,3 +30,9 @@ if [ -n "$tree" ]; then
 	echo "== recursive setup"
 	as_nobody "$bench" --fanwatch "$fw" --setup "$tree"
 fi
+echo "== tarball extraction (paths lost, CPU per 1k lines)"
+as_nobody "$here/tar-bench.sh" "$build" 3
+echo "== recursive setup on 100 000 directories, ulimit -n 1024"
+as_nobody "$here/setup-bench.sh" "$build" 3
+echo "== --exec latency against entr and an inotifywait loop"
+as_nobody "$here/exec-bench.sh" "$build" 20

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,16 +28,84 @@ static size_t slot(const struct fw_dirmap *m, const struct fw_dir *d)
 	       (m->nbucket - 1);
 }
 
+/*
+ * The fd cache bound: FANWATCH_FD_CACHE if set (tests make it tiny), else
+ * a quarter of the soft RLIMIT_NOFILE, within 16..4096, so the user's
+ * ulimit -n is never what limits the tree.
+ */
+static size_t fd_bound(void)
+{
+	const char *env = getenv("FANWATCH_FD_CACHE");
+	long n = sysconf(_SC_OPEN_MAX) / 4;
+
+	if (env && *env)
+		n = strtol(env, NULL, 10);
+	if (n < 2)
+		n = 2;
+	if (n > 4096 && !(env && *env))
+		n = 4096;
+	return (size_t)n;
+}
+
 int fw_dirmap_init(struct fw_dirmap *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->nbucket = 1024;
-	m->count = 0;
+	m->maxfd = fd_bound();
 	m->bucket = calloc(m->nbucket, sizeof(*m->bucket));
 	return m->bucket ? 0 : -ENOMEM;
 }
 
-static void free_dir(struct fw_dir *d)
+static void lru_unlink(struct fw_dirmap *m, struct fw_dir *d)
 {
+	if (d->lru_prev)
+		d->lru_prev->lru_next = d->lru_next;
+	else if (m->lru_head == d)
+		m->lru_head = d->lru_next;
+	if (d->lru_next)
+		d->lru_next->lru_prev = d->lru_prev;
+	else if (m->lru_tail == d)
+		m->lru_tail = d->lru_prev;
+	d->lru_prev = d->lru_next = NULL;
+}
+
+static void lru_push(struct fw_dirmap *m, struct fw_dir *d)
+{
+	d->lru_prev = NULL;
+	d->lru_next = m->lru_head;
+	if (m->lru_head)
+		m->lru_head->lru_prev = d;
+	m->lru_head = d;
+	if (!m->lru_tail)
+		m->lru_tail = d;
+}
+
+void fw_dir_drop_fd(struct fw_dirmap *m, struct fw_dir *d)
+{
+	if (d->fd < 0 || d->pinned)
+		return;
+	lru_unlink(m, d);
+	close(d->fd);
+	d->fd = -1;
+	m->nfd--;
+}
+
+/* Put fd in d's cache slot, evicting the oldest entry beyond the bound. */
+static void cache_fd(struct fw_dirmap *m, struct fw_dir *d, int fd)
+{
+	d->fd = fd;
+	if (fd < 0 || d->pinned)
+		return;
+	lru_push(m, d);
+	m->nfd++;
+	while (m->nfd > m->maxfd && m->lru_tail != d)
+		fw_dir_drop_fd(m, m->lru_tail);
+}
+
+static void free_dir(struct fw_dirmap *m, struct fw_dir *d)
+{
+	if (m)
+		fw_dir_drop_fd(m, d);
 	if (d->fd >= 0)
 		close(d->fd);
 	fw_snap_free(d->snap);
@@ -54,12 +123,14 @@ void fw_dirmap_free(struct fw_dirmap *m)
 
 		for (; d; d = n) {
 			n = d->hnext;
-			free_dir(d);
+			free_dir(NULL, d);
 		}
 	}
 	free(m->bucket);
 	m->bucket = NULL;
 	m->count = 0;
+	m->nfd = 0;
+	m->lru_head = m->lru_tail = NULL;
 }
 
 /* path = parent's path + name + "/", or rootpath with a '/' ensured. */
@@ -123,7 +194,7 @@ struct fw_dir *fw_dir_new(const int32_t fsid[2], const struct file_handle *fh,
 	d->parent = parent;
 	if ((parent && !(d->name = strdup(name))) || set_path(d, rootpath)) {
 		d->fd = -1;	/* the caller still owns fd on failure */
-		free_dir(d);
+		free_dir(NULL, d);
 		return NULL;
 	}
 	return d;
@@ -180,7 +251,54 @@ int fw_dirmap_insert(struct fw_dirmap *m, struct fw_dir *d)
 	m->count++;
 	if (d->parent)
 		link_child(d->parent, d);
+	d->pinned = !d->parent;
+	cache_fd(m, d, d->fd);
 	return 0;
+}
+
+bool fw_dir_is(const struct fw_dir *d, int fd)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char b[128];	/* MAX_HANDLE_SZ */
+	} h = { .fh.handle_bytes = sizeof(h.b) };
+	int mnt;
+
+	return !name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) &&
+	       h.fh.handle_bytes == d->handle_bytes &&
+	       h.fh.handle_type == d->handle_type &&
+	       !memcmp(h.b, d->handle, d->handle_bytes);
+}
+
+int fw_dir_fd(struct fw_dirmap *m, struct fw_dir *d)
+{
+	int pfd, fd;
+
+	if (d->fd >= 0) {
+		if (!d->pinned && m->lru_head != d) {
+			lru_unlink(m, d);
+			lru_push(m, d);
+		}
+		return d->fd;
+	}
+	if (!d->parent) {
+		errno = EBADF;
+		return -1;
+	}
+	pfd = fw_dir_fd(m, d->parent);
+	if (pfd < 0)
+		return -1;
+	fd = openat(pfd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* The name may lead elsewhere now: only the handle says it is d. */
+	if (!fw_dir_is(d, fd)) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	cache_fd(m, d, fd);
+	return fd;
 }
 
 static void unhash(struct fw_dirmap *m, struct fw_dir *d)
@@ -205,7 +323,7 @@ void fw_dirmap_remove_tree(struct fw_dirmap *m, struct fw_dir *d,
 		fn(d, arg);
 	unlink_child(d);
 	unhash(m, d);
-	free_dir(d);
+	free_dir(m, d);
 }
 
 struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name)

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Directory handle -> O_PATH descriptor map.  An unprivileged listener
- * gets no event fd and may not call open_by_handle_at(), so every watched
- * directory is remembered by the handle the kernel will report for it,
- * together with an O_PATH fd (for *at() calls) and its printable path.
- * Directories also form a tree (parent, children) so a rename relabels a
- * whole subtree and a directory leaving the tree takes its subtree along.
+ * Directory handle map.  An unprivileged listener gets no event fd and may
+ * not call open_by_handle_at(), so every watched directory is remembered by
+ * the handle the kernel will report for it, and that handle is its only
+ * identity.  Directories form a tree (parent, name in parent, children), so
+ * a rename relabels a whole subtree and a directory leaving the tree takes
+ * its subtree along.
+ *
+ * Descriptors: a root keeps its O_PATH fd; any other directory gets one on
+ * demand (fw_dir_fd) by opening its name under its parent's fd, checked
+ * against its handle, and keeps it in a bounded LRU cache, so a tree of any
+ * size needs a bounded number of descriptors.
  */
 #ifndef FW_DIRMAP_H
 #define FW_DIRMAP_H
@@ -22,8 +27,11 @@ struct fw_dir {
 	char *name;				/* name in parent; NULL for a root */
 	char *path;				/* printable, ends in '/' */
 	size_t pathlen;
-	int fd;					/* O_PATH */
-	bool moved;				/* relabeled by a rename, MOVE_SELF due */
+	struct fw_dir *lru_prev, *lru_next;	/* fd cache, newest first */
+	int fd;					/* O_PATH, or -1 if not cached */
+	bool pinned;				/* a root: fd kept, never evicted */
+	bool is_file;				/* a file given as target */
+	bool leaving;				/* MOVED_FROM seen, no MOVED_TO yet */
 	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
 	int32_t fsid[2];
 	int handle_type;
@@ -35,12 +43,15 @@ struct fw_dirmap {
 	struct fw_dir **bucket;
 	size_t nbucket;
 	size_t count;
+	struct fw_dir *lru_head, *lru_tail;
+	size_t nfd, maxfd;			/* cached fds, and the bound */
 };
 
 int fw_dirmap_init(struct fw_dirmap *m);
 void fw_dirmap_free(struct fw_dirmap *m);
 
-/* A new entry, not yet in the map; the handle is copied, fd is owned. */
+/* A new entry, not yet in the map; the handle is copied; fd (or -1) is
+ * owned once inserted: a root's is kept, others' go to the cache. */
 struct fw_dir *fw_dir_new(const int32_t fsid[2], const struct file_handle *fh,
 			  int fd, struct fw_dir *parent, const char *name,
 			  const char *rootpath);
@@ -50,6 +61,17 @@ int fw_dirmap_insert(struct fw_dirmap *m, struct fw_dir *d);
 /* Unlink d and its whole subtree from map and tree; calls fn on each first. */
 void fw_dirmap_remove_tree(struct fw_dirmap *m, struct fw_dir *d,
 			   void (*fn)(struct fw_dir *d, void *arg), void *arg);
+
+/*
+ * An O_PATH descriptor for d, borrowed: valid until the next call that may
+ * evict (fw_dir_fd, fw_dirmap_insert).  -1 with errno ESTALE when the name
+ * chain no longer leads to d (a rename not read yet), or the openat error.
+ */
+int fw_dir_fd(struct fw_dirmap *m, struct fw_dir *d);
+/* Close d's cached fd, if any (it pins the dentry: DELETE_SELF waits). */
+void fw_dir_drop_fd(struct fw_dirmap *m, struct fw_dir *d);
+/* Does fd refer to the object with d's handle? */
+bool fw_dir_is(const struct fw_dir *d, int fd);
 
 struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name);
 /* A root's new path, relabeling its subtree. */

@@ -17,99 +17,40 @@
 		 FW_CLOSE_NOWRITE)
 #define GONE	(FW_DELETE | FW_MOVED_FROM)
 
-static void snap_note(struct fw_dir *d, const char *name, bool present, bool isdir);
-
-void fw_stamp(struct fw_ctx *c)
-{
-	struct timespec ts;
-	struct tm tm;
-
-	if (!c->want_time)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (c->o->fmt.format) {
-		localtime_r(&ts.tv_sec, &tm);
-		if (!strftime(c->timestr, sizeof(c->timestr),
-			      c->o->fmt.timefmt ? c->o->fmt.timefmt : "%H:%M:%S", &tm))
-			c->timestr[0] = '\0';
-	}
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(c->isotime, sizeof(c->isotime), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(c->isotime + 19, sizeof(c->isotime) - 19, ".%06ldZ",
-		 ts.tv_nsec / 1000);
-}
-
-static bool passes(struct fw_ctx *c, const struct fw_dir *d, const char *name)
-{
-	char buf[8192];
-
-	if (!fw_filter_active(&c->o->filter))
-		return true;
-	if (snprintf(buf, sizeof(buf), "%s%s", d->path, name) >= (int)sizeof(buf))
-		return true;
-	if (!*name && d->pathlen > 1)
-		buf[d->pathlen - 1] = '\0';	/* a directory: match without '/' */
-	return fw_filter_pass(&c->o->filter, buf);
-}
-
-void fw_emit(struct fw_ctx *c, uint32_t bit, const struct fw_dir *d,
-	     const char *name, bool isdir, bool scan, bool self,
-	     const struct fw_dir *od, const char *oname)
-{
-	struct fw_out e = {
-		.mask = bit, .isdir = isdir, .scan = scan, .self = self,
-		.dir = d ? d->path : "", .name = name ? name : "",
-		.odir = od ? od->path : NULL, .oname = oname,
-	};
-
-	if (c->done || !(bit & (c->o->events | FW_Q_OVERFLOW)))
-		return;
-	if (self && c->o->no_self)
-		return;
-	if (d && !passes(c, d, e.name))
-		return;
-	fw_print(c->o->out, &c->o->fmt, &e, c->timestr, c->isotime);
-	c->printed++;
-	if (!c->o->monitor)
-		c->done = true;
-}
+static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
+		      bool present, bool isdir);
 
 static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 {
 	return o->fsid ? fw_dirmap_find(&c->map, o->fsid, o->fh) : NULL;
 }
 
-/* The watched subdirectory a dirent event is about, if any. */
+/*
+ * The watched subdirectory a dirent event is about.  With
+ * FAN_REPORT_TARGET_FID (5.17+) the event names it by handle, and a handle
+ * we do not know is a directory we do not watch: never guess by name, or
+ * another directory that has (or had) that name gets relabeled.  Before
+ * 5.17 the name is all there is.
+ */
 static struct fw_dir *subdir(struct fw_ctx *c, const struct fw_raw *ev,
 			     struct fw_dir *parent, const char *name)
 {
-	struct fw_dir *d = lookup(c, &ev->child);
-
-	return d ? d : fw_dir_child(parent, name);
-}
-
-/* A directory was created or moved in under -r: watch it (and report
- * what a scan finds inside a new one: it may have filled up already). */
-static void adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
-		  bool report)
-{
 	struct fw_dir *d;
 
-	if (!c->o->recursive || fw_excluded(c, parent, name))
-		return;
-	d = fw_watch_dir(c, parent, name);
-	if (d)
-		fw_scan(c, d, report);
+	if (!c->have_target)
+		return parent ? fw_dir_child(parent, name) : NULL;
+	d = lookup(c, &ev->child);
+	return d && !d->is_file ? d : NULL;
 }
 
 /* A watched directory is gone from its parent: report and forget it. */
 static void drop_dir(struct fw_ctx *c, struct fw_dir *d, bool self)
 {
 	/*
-	 * Our O_PATH fd pins the dentry, so the kernel's DELETE_SELF would
-	 * only come once we close it: report it here instead.
+	 * A cached O_PATH fd pins the dentry, so the kernel's DELETE_SELF
+	 * might only come once it is closed: report it here instead.
 	 */
-	fw_emit(c, FW_DELETE_SELF, d, "", true, false, self, NULL, NULL);
+	fw_emit1(c, FW_DELETE_SELF, d, "", true, false, self);
 	fw_unwatch_tree(c, d);
 }
 
@@ -119,7 +60,10 @@ static const uint32_t order[] = {
 	FW_CLOSE_WRITE, FW_CLOSE_NOWRITE, FW_MOVED_FROM, FW_DELETE,
 };
 
-/* A directory renamed over an (empty) watched one: that one is gone. */
+/*
+ * A directory renamed over an (empty) watched one: the one our map has
+ * at that name (as of this event, not as of now) is gone.
+ */
 static void replaced(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 		     const struct fw_dir *mover, bool self)
 {
@@ -129,17 +73,67 @@ static void replaced(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 		drop_dir(c, old, self);
 }
 
-/* Unpaired renames: a directory arrived; is it one we watch already? */
-static void moved_here(struct fw_ctx *c, struct fw_dir *d, const char *name,
-		       bool self)
+/*
+ * Cookies pair the two halves of a rename, as inotify's do.  FAN_RENAME
+ * gives both at once; the kernel's MOVED_FROM and MOVED_TO (unpaired mode)
+ * name the same child handle, so the last few MOVED_FROMs are remembered.
+ */
+#define NRING 16
+static struct {
+	int32_t fsid[2];
+	unsigned int hb;
+	int type;
+	unsigned char h[128];
+	uint32_t cookie;
+} ring[NRING];
+static unsigned int ring_at;
+
+static bool same_obj(unsigned int i, const struct fw_obj *o)
 {
-	struct fw_dir *n = fw_dir_at(c, d, name);
+	return ring[i].cookie && ring[i].fsid[0] == o->fsid[0] &&
+	       ring[i].fsid[1] == o->fsid[1] && ring[i].hb == o->fh->handle_bytes &&
+	       ring[i].type == o->fh->handle_type &&
+	       !memcmp(ring[i].h, o->fh->f_handle, ring[i].hb);
+}
+
+static uint32_t half_cookie(struct fw_ctx *c, const struct fw_raw *ev, bool from)
+{
+	const struct fw_obj *o = &ev->child;
+	unsigned int i;
+	uint32_t k;
+
+	if (!c->have_target || !o->fsid || o->fh->handle_bytes > sizeof(ring[0].h))
+		return ++c->cookie;
+	if (!from) {
+		for (i = 0; i < NRING; i++) {
+			if (same_obj(i, o)) {
+				k = ring[i].cookie;
+				ring[i].cookie = 0;
+				return k;
+			}
+		}
+		return ++c->cookie;
+	}
+	i = ring_at++ % NRING;
+	ring[i].fsid[0] = o->fsid[0];
+	ring[i].fsid[1] = o->fsid[1];
+	ring[i].hb = o->fh->handle_bytes;
+	ring[i].type = o->fh->handle_type;
+	memcpy(ring[i].h, o->fh->f_handle, ring[i].hb);
+	return ring[i].cookie = ++c->cookie;
+}
+
+/* Unpaired renames: a directory arrived; is it one we watch already? */
+static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d,
+		       const char *name, bool self)
+{
+	struct fw_dir *n = c->have_target ? subdir(c, ev, d, name) : fw_dir_at(c, d, name);
 
 	replaced(c, d, name, n, self);
 	if (n && n->parent && !fw_dir_reparent(n, d, name))
-		n->moved = true;	/* its MOVE_SELF is then no departure */
+		n->leaving = false;	/* it moved within the tree */
 	else if (!n)
-		adopt(c, d, name, false);
+		fw_adopt(c, d, name, true);
 }
 
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
@@ -149,18 +143,24 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 	size_t i;
 
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		struct fw_ev e = { .d = d, .name = name, .isdir = isdir, .self = self };
 		uint32_t b = order[i];
 		struct fw_dir *s;
 
 		if (!(bits & b))
 			continue;
-		fw_emit(c, b, d, name, isdir, false, self, NULL, NULL);
+		e.mask = b;
+		if (b & (FW_MOVED_FROM | FW_MOVED_TO))
+			e.cookie = half_cookie(c, ev, b == FW_MOVED_FROM);
+		fw_emit(c, &e);
 		if (!isdir)
 			continue;
 		if (b == FW_CREATE) {
-			adopt(c, d, name, true);
+			fw_adopt(c, d, name, true);
 		} else if (b == FW_MOVED_TO) {
-			moved_here(c, d, name, self);
+			moved_here(c, ev, d, name, self);
+		} else if (b == FW_MOVED_FROM && (s = subdir(c, ev, d, name))) {
+			s->leaving = true;	/* unless a MOVED_TO follows */
 		} else if (b == FW_DELETE && (s = subdir(c, ev, d, name))) {
 			drop_dir(c, s, self);
 		}
@@ -176,9 +176,10 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 {
 	uint32_t m = ev->mask;
 	struct stat st;
+	int dfd;
 
-	if ((m & APPEAR) && (m & GONE) &&
-	    !fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+	if ((m & APPEAR) && (m & GONE) && (dfd = fw_dir_fd(&c->map, d)) >= 0 &&
+	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
 		name_bits(c, ev, d, name, m & ~GONE);
@@ -193,12 +194,12 @@ static void name_event_noted(struct fw_ctx *c, const struct fw_raw *ev,
 {
 	bool present = name_event(c, ev, d, name);
 
-	snap_note(d, name, present, ev->mask & FW_ONDIR);
+	snap_note(c, d, name, present, ev->mask & FW_ONDIR);
 }
 
 /*
- * A top directory moved: nothing reports where to, but the kernel knows
- * its path; later events use it (absolute) rather than the stale one.
+ * A top directory or file target moved: nothing reports where to, but
+ * the kernel knows its path; later events use it (absolute).
  */
 static void follow_root(struct fw_dir *d)
 {
@@ -213,6 +214,8 @@ static void follow_root(struct fw_dir *d)
 	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
 		return;
 	fw_dir_rename_root(d, path);
+	if (d->is_file && d->pathlen > 1 && d->path[d->pathlen - 1] == '/')
+		d->path[--d->pathlen] = '\0';
 }
 
 static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d)
@@ -221,17 +224,37 @@ static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 
 	name_bits(c, ev, d, "", ev->mask & CONTENT);
 	if (ev->mask & FW_MOVE_SELF) {
-		fw_emit(c, FW_MOVE_SELF, d, "", true, false, self, NULL, NULL);
-		if (d->moved)
-			d->moved = false;	/* its rename was seen and followed */
-		else if (d->parent)
-			fw_unwatch_tree(c, d);	/* it left the watched tree */
-		else
+		fw_emit1(c, FW_MOVE_SELF, d, "", true, false, self);
+		if (!d->parent)
 			follow_root(d);
+		else if (!c->have_rename && d->leaving)
+			fw_unwatch_tree(c, d);	/* its MOVED_FROM had no MOVED_TO */
 	}
-	if ((ev->mask & FW_DELETE_SELF) && (d = lookup(c, &ev->dir))) {
-		fw_emit(c, FW_DELETE_SELF, d, "", true, false, self, NULL, NULL);
+	if (ev->mask & FW_DELETE_SELF) {
+		fw_emit1(c, FW_DELETE_SELF, d, "", true, false, self);
 		fw_unwatch_tree(c, d);
+	}
+}
+
+/* A file given as a target: its own events, with an empty name. */
+static void file_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *t)
+{
+	bool self = ev->pid == c->pid;
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (ev->mask & CONTENT & order[i])
+			fw_emit1(c, order[i], t, "", false, false, self);
+	if (ev->mask & FW_MOVE_SELF) {
+		fw_emit1(c, FW_MOVE_SELF, t, "", false, false, self);
+		follow_root(t);
+	}
+	/* Unlinking sends ATTRIB; our fd delays DELETE_SELF: check now. */
+	if ((ev->mask & FW_DELETE_SELF) ||
+	    ((ev->mask & FW_ATTRIB) && !fstat(t->fd, &st) && !st.st_nlink)) {
+		fw_emit1(c, FW_DELETE_SELF, t, "", false, false, self);
+		fw_unwatch_tree(c, t);
 	}
 }
 
@@ -241,6 +264,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	struct fw_dir *od = lookup(c, &ev->old), *nd = lookup(c, &ev->new);
 	bool isdir = ev->mask & FW_ONDIR, self = ev->pid == c->pid;
 	const char *on = ev->old.name, *nn = ev->new.name;
+	struct fw_ev e = { .isdir = isdir, .self = self, .cookie = ++c->cookie };
 	struct fw_dir *s = NULL;
 
 	/* The kernel leaves out the record of a directory we do not watch. */
@@ -248,25 +272,31 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		od = NULL;
 	if (!nn)
 		nd = NULL;
-	if (isdir && od)
+	if (isdir)
 		s = subdir(c, ev, od, on);
-	if (od && nd)
-		fw_emit(c, FW_MOVED_FROM | FW_MOVED_TO, nd, nn, isdir, false, self, od, on);
-	else if (od)
-		fw_emit(c, FW_MOVED_FROM, od, on, isdir, false, self, NULL, NULL);
-	else if (nd)
-		fw_emit(c, FW_MOVED_TO, nd, nn, isdir, false, self, NULL, NULL);
-	snap_note(od, on, false, isdir);
-	snap_note(nd, nn, true, isdir);
+	if (s && !s->parent)
+		s = NULL;	/* a root: its MOVE_SELF follows it */
+	if (od && nd) {
+		e.mask = FW_MOVED_FROM | FW_MOVED_TO;
+		e.d = nd, e.name = nn, e.od = od, e.oname = on;
+	} else if (od) {
+		e.mask = FW_MOVED_FROM, e.d = od, e.name = on;
+	} else {
+		e.mask = FW_MOVED_TO, e.d = nd, e.name = nn;
+	}
+	if (od || nd)
+		fw_emit(c, &e);
+	snap_note(c, od, on, false, isdir);
+	snap_note(c, nd, nn, true, isdir);
 	if (!isdir)
 		return;
 	replaced(c, nd, nn, s, self);
 	if (s && nd && !fw_dir_reparent(s, nd, nn))
-		s->moved = true;
+		s->leaving = false;
 	else if (s)
-		fw_unwatch_tree(c, s);
+		fw_unwatch_tree(c, s);		/* it left the watched tree */
 	else if (nd)
-		adopt(c, nd, nn, false);
+		fw_adopt(c, nd, nn, true);	/* it came in: report what it holds */
 }
 
 static void overflow(struct fw_ctx *c)
@@ -276,7 +306,7 @@ static void overflow(struct fw_ctx *c)
 		fw_warn(c, "the event queue overflowed (fs.fanotify.max_queued_events = %ld): events were lost%s",
 			fw_sysctl("max_queued_events"), c->o->rescan ? "; rescanning" :
 			"; --rescan-on-overflow rescans the tree");
-	fw_emit(c, FW_Q_OVERFLOW, NULL, "", false, false, false, NULL, NULL);
+	fw_emit1(c, FW_Q_OVERFLOW, NULL, "", false, false, false);
 	if (c->o->rescan)
 		fw_rescan(c);
 }
@@ -287,15 +317,18 @@ static void overflow(struct fw_ctx *c)
  * present stays present, with its state if it still exists, so a rescan
  * reports its deletion or change if those events get lost.
  */
-static void snap_note(struct fw_dir *d, const char *name, bool present, bool isdir)
+static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
+		      bool present, bool isdir)
 {
 	struct stat st;
+	int dfd;
 
 	if (!d || !d->snap)
 		return;
 	if (!present)
 		fw_snap_set(d->snap, name, NULL);
-	else if (!fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+	else if ((dfd = fw_dir_fd(&c->map, d)) >= 0 &&
+		 !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		fw_snap_set(d->snap, name, &st);
 	else
 		fw_snap_set_unknown(d->snap, name, isdir);
@@ -307,9 +340,13 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 
 	if (ev->overflow)
 		return overflow(c);
+	if (c->nfiles && (d = lookup(c, &ev->child)) && d->is_file)
+		file_event(c, ev, d);
 	if (ev->mask & FW_RENAME)
 		return rename_event(c, ev);
 	d = lookup(c, &ev->dir);
+	if (d && d->is_file)
+		return;
 	if (!d)
 		return;		/* a directory we no longer watch */
 	if (!ev->dir.name || !strcmp(ev->dir.name, "."))
@@ -347,7 +384,7 @@ static void check_roots(struct fw_ctx *c)
 			n = d->hnext;
 			if (d->parent || fstat(d->fd, &st) || st.st_nlink)
 				continue;
-			fw_emit(c, FW_DELETE_SELF, d, "", true, false, false, NULL, NULL);
+			fw_emit1(c, FW_DELETE_SELF, d, "", !d->is_file, false, false);
 			fw_unwatch_tree(c, d);
 			n = c->map.bucket[i];	/* the chain changed: restart it */
 		}
@@ -390,12 +427,15 @@ static void settle(const struct fw_ctx *c, ssize_t n, size_t size)
 int fw_run(struct fw_ctx *c)
 {
 	static uint64_t buf[256 * 1024 / sizeof(uint64_t)];
-	struct pollfd p = { .fd = c->fan, .events = POLLIN };
+	struct pollfd p[2] = {
+		{ .fd = c->fan, .events = POLLIN },
+		{ .fd = c->hooks.fd, .events = POLLIN },
+	};
 	int64_t last = now_ms(), checked = last;
 
 	for (;;) {
 		int64_t t = now_ms(), tmo = 1000;
-		ssize_t n;
+		ssize_t n = 0;
 		int r;
 
 		if (c->o->timeout) {
@@ -405,6 +445,16 @@ int fw_run(struct fw_ctx *c)
 				return c->printed ? 0 : 2;
 			tmo = left < tmo ? left : tmo;
 		}
+		if (c->hooks.tick && (r = c->hooks.tick(c, t)))
+			return r < 0 ? 0 : r;	/* -1: a normal end */
+		if (c->hooks.deadline) {
+			int64_t d = c->hooks.deadline(c, t);
+
+			if (d >= 0 && d < tmo)
+				tmo = d;
+		}
+		if (c->pending && tmo > 10)
+			tmo = 10;	/* directories wait for a rename to be read */
 		if (t - checked >= 1000) {
 			check_roots(c);
 			checked = t;
@@ -412,30 +462,38 @@ int fw_run(struct fw_ctx *c)
 				return 1;
 		}
 		if (!c->map.count) {
-			fw_warn(c, "no watched directory is left");
+			fw_warn(c, "nothing watched is left");
 			return c->printed || c->o->monitor ? 0 : 1;
 		}
 		if (c->done)
 			return 0;
-		r = poll(&p, 1, (int)tmo);
+		r = poll(p, c->hooks.fd >= 0 ? 2 : 1, (int)tmo);
 		if (r < 0 && errno != EINTR) {
 			fw_err("poll: %s", strerror(errno));
 			return 1;
 		}
-		if (r <= 0)
-			continue;
-		n = read(c->fan, buf, sizeof(buf));
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0) {
-			fw_err("reading fanotify events: %s", strerror(errno));
-			return 1;
+		bool hooked = r > 0 && c->hooks.fd >= 0 && p[1].revents;
+
+		if (hooked)
+			c->hooks.on_fd(c);
+		/* After a hook (a command ended), read what it caused, too. */
+		if (r > 0 && (p[0].revents || hooked)) {
+			n = read(c->fan, buf, sizeof(buf));
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				fw_err("reading fanotify events: %s", strerror(errno));
+				return 1;
+			}
+			if (n > 0) {
+				fw_handle_buffer(c, buf, n);
+				last = now_ms();
+			}
 		}
-		fw_handle_buffer(c, buf, n);
+		if (c->pending)
+			fw_retry_pending(c);
 		fw_setup_done(c);
 		if (flush(c))
 			return 1;
-		last = now_ms();
-		settle(c, n, sizeof(buf));
+		if (n > 0 && !c->pending)
+			settle(c, n, sizeof(buf));
 	}
 }

@@ -41,17 +41,24 @@ static size_t put(char *buf, size_t size, size_t at, const char *s, char sep)
 	return at + n;
 }
 
-size_t fw_event_names(char *buf, size_t size, const struct fw_out *e, char sep)
+size_t fw_event_names(char *buf, size_t size, const struct fw_out *e, char sep,
+		      bool bare)
 {
 	size_t at = 0, i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (e->mask & names[i].bit)
 			at = put(buf, size, at, names[i].name, sep);
-	if (e->isdir)
+	if (bare)
+		goto out;
+	/* inotifywait names IN_CLOSE too, and no ISDIR on the watch itself. */
+	if (e->mask & (FW_CLOSE_WRITE | FW_CLOSE_NOWRITE))
+		at = put(buf, size, at, "CLOSE", sep);
+	if (e->isdir && !(e->mask & (FW_DELETE_SELF | FW_MOVE_SELF)))
 		at = put(buf, size, at, "ISDIR", sep);
 	if (e->scan)
 		at = put(buf, size, at, "SCAN", sep);
+out:
 	if (size)
 		buf[at < size ? at : size - 1] = '\0';
 	return at;
@@ -123,49 +130,34 @@ static size_t utf8_len(const unsigned char *s)
 
 static const char hex[] = "0123456789abcdef";
 
-static bool csv_needs_quotes(const unsigned char *s)
+/* Quoted when it must be (RFC 4180), or starts or ends with a space, as
+ * inotifywait does; a quote inside is doubled; all other bytes are raw. */
+static bool csv_needs_quotes(const char *s)
 {
-	size_t n;
+	size_t n = strlen(s);
 
-	for (; *s; s += n) {
-		n = utf8_len(s);
-		if (!n || *s < 0x20 || *s == 0x7f || *s == ',' || *s == '"')
-			return true;
-	}
-	return false;
+	return strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' '));
 }
 
 /*
- * RFC 4180 quoting, plus C-style escapes inside quotes so a field never
- * spans lines: \n \r \t \\ and \xHH for other control and non-UTF-8 bytes.
+ * RFC 4180: a field that holds a comma, a quote, CR or LF is quoted and a
+ * quote doubled; a newline stays a newline inside the quotes (a record
+ * may span lines, as the RFC allows).  Bytes that are not UTF-8 are
+ * written as they are: read with errors="surrogateescape", they round-trip.
  */
 void fw_csv_field(FILE *f, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n;
+	const char *s;
 
-	if (!csv_needs_quotes(s)) {
+	if (!csv_needs_quotes(str)) {
 		fputs(str, f);
 		return;
 	}
 	putc('"', f);
-	for (; *s; s += n) {
-		n = utf8_len(s);
+	for (s = str; *s; s++) {
 		if (*s == '"')
-			fputs("\"\"", f);
-		else if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else if (*s == '\r')
-			fputs("\\r", f);
-		else if (*s == '\t')
-			fputs("\\t", f);
-		else if (!n || *s < 0x20 || *s == 0x7f)
-			fprintf(f, "\\x%c%c", hex[*s >> 4], hex[*s & 15]);
-		else
-			fwrite(s, 1, n, f);
-		n += !n;
+			putc('"', f);
+		putc(*s, f);
 	}
 	putc('"', f);
 }
@@ -221,9 +213,9 @@ static void print_json(FILE *f, const struct fw_out *e, const char *isotime)
 	struct fw_out bits = *e;
 	char ev[160];
 
-	bits.isdir = bits.scan = false;
-	fw_event_names(ev, sizeof(ev), &bits, '"');
-	fprintf(f, "{\"time\":\"%s\",\"events\":[", isotime ? isotime : "");
+	fw_event_names(ev, sizeof(ev), &bits, '"', true);
+	fprintf(f, "{\"schema\":%d,\"read_time\":\"%s\",\"events\":[",
+		FW_JSON_SCHEMA, isotime ? isotime : "");
 	if (*ev) {
 		/* names contain no quote or backslash: join them with "," */
 		char *p;
@@ -244,34 +236,22 @@ static void print_json(FILE *f, const struct fw_out *e, const char *isotime)
 		json_path(f, e->odir, e->oname);
 	else
 		fputs("null", f);
-	fprintf(f, ",\"is_dir\":%s,\"own_event\":%s,\"scan\":%s}\n",
-		e->isdir ? "true" : "false", e->self ? "true" : "false",
+	fprintf(f, ",\"cookie\":%u,\"is_dir\":%s,\"own_event\":%s,\"scan\":%s}\n",
+		e->cookie, e->isdir ? "true" : "false", e->self ? "true" : "false",
 		e->scan ? "true" : "false");
 }
 
+/* inotifywait's three columns: a rename comes as its two halves. */
 static void print_csv(FILE *f, const struct fw_out *e)
 {
 	char ev[160];
 
-	fw_event_names(ev, sizeof(ev), e, ',');
+	fw_event_names(ev, sizeof(ev), e, ',', false);
 	fw_csv_field(f, e->dir);
 	putc(',', f);
 	fw_csv_field(f, ev);
 	putc(',', f);
 	fw_csv_field(f, e->name);
-	if (e->odir) {
-		char *p = NULL;
-		size_t len;
-		FILE *m = open_memstream(&p, &len);
-
-		if (m) {
-			fprintf(m, "%s%s", e->odir, e->oname);
-			fclose(m);
-			putc(',', f);
-			fw_csv_field(f, p);
-			free(p);
-		}
-	}
 	putc('\n', f);
 }
 
@@ -279,7 +259,7 @@ static void print_events(FILE *f, const struct fw_out *e, char sep)
 {
 	char ev[160];
 
-	fw_event_names(ev, sizeof(ev), e, sep);
+	fw_event_names(ev, sizeof(ev), e, sep, false);
 	fputs(ev, f);
 }
 
@@ -301,6 +281,9 @@ static const char *format_escape(FILE *f, const char *p, const struct fw_out *e,
 		return p + 2;
 	case 'e':
 		print_events(f, e, ',');
+		return p + 2;
+	case 'c':
+		fprintf(f, "%u", e->cookie);
 		return p + 2;
 	case 'T':
 		fputs(timestr ? timestr : "", f);

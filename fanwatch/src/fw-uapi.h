@@ -29,6 +29,10 @@
 #define FW_ONDIR		0x40000000u
 #define FW_EVENT_ON_CHILD	0x08000000u
 
+/* What an inode mark on a file (not a directory) can report. */
+#define FW_FILE_MASK		(FW_ACCESS | FW_MODIFY | FW_ATTRIB | FW_CLOSE_WRITE | \
+				 FW_CLOSE_NOWRITE | FW_OPEN | FW_DELETE_SELF | FW_MOVE_SELF)
+
 #define FW_CLASS_NOTIF		0x00000000u
 #define FW_CLOEXEC		0x00000001u
 #define FW_NONBLOCK		0x00000002u

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -14,65 +13,29 @@
 #include "snap.h"
 #include "watch.h"
 
-static void vsay(const char *prefix, const char *fmt, va_list ap)
-{
-	fputs(prefix, stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-void fw_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("fanwatch: ", fmt, ap);
-	va_end(ap);
-}
-
-void fw_warn(const struct fw_ctx *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->o->quiet > 1)
-		return;
-	va_start(ap, fmt);
-	vsay("fanwatch: warning: ", fmt, ap);
-	va_end(ap);
-}
+struct fw_pending {
+	struct fw_pending *next;
+	int32_t fsid[2];
+	struct file_handle *fh;		/* the parent's */
+	bool report;
+	unsigned int tries;
+	char name[];
+};
 
 /* A top directory that cannot be watched is an error, a subdirectory not. */
 static void __attribute__((format(printf, 3, 4)))
 complain(const struct fw_ctx *c, bool fatal, const char *fmt, ...)
 {
+	char msg[8192];
 	va_list ap;
 
-	if (!fatal && c->o->quiet > 1)
-		return;
 	va_start(ap, fmt);
-	vsay(fatal ? "fanwatch: " : "fanwatch: warning: ", fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-}
-
-static long read_long(const char *path)
-{
-	long v = -1;
-	FILE *f = fopen(path, "re");
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-long fw_sysctl(const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "/proc/sys/fs/fanotify/%s", name);
-	return read_long(path);
+	if (fatal)
+		fw_err("%s", msg);
+	else
+		fw_warn(c, "%s", msg);
 }
 
 static bool kernel_older_than(int maj, int min)
@@ -115,48 +78,39 @@ static uint64_t internal_mask(const struct fw_ctx *c)
 	return m | (c->have_rename ? FW_RENAME : FW_MOVED_FROM | FW_MOVED_TO);
 }
 
-static void raise_nofile(void)
-{
-	struct rlimit r;
-
-	/* One O_PATH fd per directory: a big tree needs more than 1024. */
-	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
-		r.rlim_cur = r.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &r);
-	}
-}
-
 int fw_open(struct fw_ctx *c, struct fw_opts *o)
 {
 	unsigned int base = FW_CLASS_NOTIF | FW_CLOEXEC | FW_NONBLOCK |
-			    FW_REPORT_DFID_NAME;
+			    FW_REPORT_DFID_NAME | FW_REPORT_FID;
 	uint32_t user = o->events & ~(FW_MOVED_FROM | FW_MOVED_TO);
 
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->pid = getpid();
+	c->sink = fw_print_sink;
+	c->hooks.fd = -1;
 	c->want_time = o->fmt.style == FW_STYLE_JSON ||
 		       fw_format_wants_time(o->fmt.format);
 	/*
 	 * 5.17 added FAN_RENAME and FAN_REPORT_TARGET_FID together: asking
-	 * for the latter is the probe, EINVAL means an older kernel and the
-	 * MOVED_FROM/MOVED_TO fallback (renames then come as two halves),
-	 * which --unpaired-renames asks for on any kernel.
+	 * for the latter is the probe.  With it, every dirent event names its
+	 * child by handle, so no directory is ever identified by its name.
+	 * --unpaired-renames keeps it but takes the kernel's MOVED_FROM and
+	 * MOVED_TO instead of FAN_RENAME (the 5.13-5.16 path).  EINVAL means
+	 * an older kernel; FID alone (5.9) still names a file target.
 	 */
-	c->fan = -1;
-	errno = EINVAL;
-	if (!o->unpaired)
-		c->fan = fanotify_init(base | FW_REPORT_FID | FW_REPORT_TARGET_FID,
-				       O_RDONLY | O_CLOEXEC);
-	c->have_rename = c->fan >= 0;
+	c->fan = fanotify_init(base | FW_REPORT_TARGET_FID, O_RDONLY | O_CLOEXEC);
+	c->have_target = c->fan >= 0;
+	c->have_rename = c->have_target && !o->unpaired;
 	if (c->fan < 0 && errno == EINVAL)
 		c->fan = fanotify_init(base, O_RDONLY | O_CLOEXEC);
+	if (c->fan < 0 && errno == EINVAL)
+		c->fan = fanotify_init(base & ~FW_REPORT_FID, O_RDONLY | O_CLOEXEC);
 	if (c->fan < 0) {
 		init_error(errno);
 		return -1;
 	}
 	c->markmask = user | internal_mask(c) | FW_ONDIR | FW_EVENT_ON_CHILD;
-	raise_nofile();
 	if (fw_dirmap_init(&c->map)) {
 		fw_err("out of memory");
 		return -1;
@@ -168,8 +122,14 @@ static void unmark(struct fw_dir *d, void *arg)
 {
 	struct fw_ctx *c = arg;
 
-	/* Drop the mark now: a removed directory's mark would linger. */
-	fanotify_mark(c->fan, FW_MARK_REMOVE, c->markmask, d->fd, ".");
+	/*
+	 * A directory that left the tree keeps its mark unless we still hold
+	 * an fd for it (a removed one loses it with its inode): drop it then.
+	 */
+	if (d->is_file)
+		c->nfiles--;
+	else if (d->fd >= 0)
+		fanotify_mark(c->fan, FW_MARK_REMOVE, c->markmask, d->fd, ".");
 }
 
 void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d)
@@ -179,6 +139,14 @@ void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d)
 
 void fw_close(struct fw_ctx *c)
 {
+	struct fw_pending *p, *n;
+
+	for (p = c->pending; p; p = n) {
+		n = p->next;
+		free(p->fh);
+		free(p);
+	}
+	c->pending = NULL;
 	fw_dirmap_free(&c->map);
 	if (c->fan >= 0)
 		close(c->fan);
@@ -199,6 +167,7 @@ static const char *fs_name(long type)
 	}
 }
 
+/* One message per reason a directory cannot be watched. */
 /* One message per reason a directory cannot be watched. */
 static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, int err)
 {
@@ -227,12 +196,13 @@ static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, i
 			path, fs ? fs : "?");
 		break;
 	case EACCES:
-		complain(c, fatal, "cannot watch %s: permission denied (fanotify needs read access)%s",
+		complain(c, fatal, "cannot watch %s: permission denied (a fanotify mark needs read permission on it: chmod u+r)%s",
 			 path, fatal ? "" : "; skipped");
 		break;
 	case EMFILE:
 	case ENFILE:
-		complain(c, fatal, "cannot watch %s: out of file descriptors (one per directory); raise ulimit -n", path);
+		complain(c, fatal, "cannot watch %s: out of file descriptors (fanwatch keeps at most %zu); raise ulimit -n",
+			 path, c->map.maxfd);
 		break;
 	default:
 		complain(c, fatal, "cannot watch %s: %s", path, strerror(err));
@@ -278,23 +248,64 @@ static char *join(const struct fw_dir *parent, const char *name)
 	return p;
 }
 
-static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
-			      const char *name, int fd)
+static bool same_handle(const struct file_handle *a, const struct file_handle *b)
+{
+	return a->handle_bytes == b->handle_bytes && a->handle_type == b->handle_type &&
+	       !memcmp(a->f_handle, b->f_handle, a->handle_bytes);
+}
+
+/*
+ * Mark the directory fd refers to.  Through "." (an O_PATH fd alone is
+ * EBADF to fanotify_mark) needs search permission on it; a directory that
+ * can be listed but not searched is marked through its parent instead,
+ * and the name checked to still lead to the same handle.
+ */
+static int mark_dir(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+		    int fd, unsigned int flags, uint64_t mask,
+		    const struct file_handle *fh)
 {
 	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
+	int pfd, mnt;
+
+	if (!fanotify_mark(c->fan, flags, mask, fd, "."))
+		return 0;
+	if (errno != EACCES)
+		return -1;
+	pfd = parent ? fw_dir_fd(&c->map, parent) : AT_FDCWD;
+	if ((parent && pfd < 0) || fanotify_mark(c->fan, flags, mask, pfd, name))
+		return -1;
+	if (name_to_handle_at(pfd, name, &h.fh, &mnt, 0) || !same_handle(&h.fh, fh)) {
+		errno = ENOENT;	/* replaced meanwhile: as if it had gone */
+		return -1;
+	}
+	return 0;
+}
+
+/* Mark the object fd refers to and enter it in the map; fd is then the map's. */
+static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
+			      const char *name, int fd, bool isfile)
+{
+	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
+	unsigned int flags = FW_MARK_ADD | (isfile ? 0 : FW_MARK_ONLYDIR);
+	uint64_t mask = c->markmask;
 	struct statfs sf;
 	struct fw_dir *d;
 	int mnt, err = 0;
 
+	if (isfile) {
+		mask = (c->o->events & FW_FILE_MASK) | FW_DELETE_SELF | FW_MOVE_SELF;
+		flags |= c->o->no_deref ? FW_MARK_DONT_FOLLOW : 0;
+	}
 	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) || fstatfs(fd, &sf))
 		err = errno;
-	else if (fanotify_mark(c->fan, FW_MARK_ADD | FW_MARK_ONLYDIR, c->markmask, fd, "."))
+	else if (isfile ? fanotify_mark(c->fan, flags, mask, AT_FDCWD, name) :
+		 mark_dir(c, parent, name, fd, flags, mask, &h.fh))
 		err = errno;
 	if (err) {
 		char *p = join(parent, name);
 
 		if (err == ENOSPC) {
-			c->unwatched += count_dirs(parent ? parent->fd : AT_FDCWD, name);
+			c->unwatched += isfile ? 1 : count_dirs(fd, ".");
 		} else if (!(parent && err == ENOENT)) {
 			mark_error(c, !parent, p ? p : name, fd, err);
 		}
@@ -311,38 +322,69 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		fw_err("out of memory");
 		exit(1);
 	}
+	if (isfile) {
+		d->is_file = true;
+		if (d->pathlen > 1 && d->path[d->pathlen - 1] == '/')
+			d->path[--d->pathlen] = '\0';
+		c->nfiles++;
+	}
 	return d;
 }
 
 struct fw_dir *fw_dir_at(struct fw_ctx *c, struct fw_dir *parent, const char *name)
 {
 	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
-	int mnt;
+	int mnt, pfd = fw_dir_fd(&c->map, parent);
 
-	if (name_to_handle_at(parent->fd, name, &h.fh, &mnt, 0))
+	if (pfd < 0 || name_to_handle_at(pfd, name, &h.fh, &mnt, 0))
 		return NULL;
 	return fw_dirmap_find(&c->map, parent->fsid, &h.fh);
+}
+
+/* parent/name could not be opened for lack of search permission on parent. */
+static void not_searchable(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+			   int pfd)
+{
+	struct stat st;
+
+	if (fstat(pfd, &st))
+		st.st_mode = 0;
+	fw_warn(c, "cannot watch %s%s: %s can be listed but not searched (mode %04o): watching what is inside needs search (x) permission on it too (chmod u+x); skipped",
+		parent->path, name, parent->path, st.st_mode & 07777);
 }
 
 struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 			    const char *name)
 {
 	int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | (parent ? O_NOFOLLOW : 0);
-	int fd = openat(parent ? parent->fd : AT_FDCWD, name, flags);
+	int pfd = parent ? fw_dir_fd(&c->map, parent) : AT_FDCWD;
+	int fd, err;
 	struct fw_dir *d;
 
-	if (fd < 0) {
-		if (!parent || errno != ENOENT) {
-			char *p = join(parent, name);
-
-			mark_error(c, !parent, p ? p : name, -1, errno);
-			free(p);
-		}
+	if (parent && pfd < 0) {
+		errno = ESTALE;	/* parent's name chain is behind a rename */
 		return NULL;
 	}
-	d = mark_fd(c, parent, name, fd);
-	if (!d)
+	fd = openat(pfd, name, flags);
+	if (fd < 0) {
+		err = errno;
+		if (parent && err == EACCES) {
+			not_searchable(c, parent, name, pfd);
+		} else if (!parent || (err != ENOENT && err != ENOTDIR)) {
+			char *p = join(parent, name);
+
+			mark_error(c, !parent, p ? p : name, -1, err);
+			free(p);
+		}
+		errno = err;
+		return NULL;
+	}
+	d = mark_fd(c, parent, name, fd, false);
+	if (!d) {
+		err = errno;
 		close(fd);
+		errno = err;
+	}
 	return d;
 }
 
@@ -355,9 +397,69 @@ bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name
 	if (!c->o->filter.has_ex)
 		return false;
 	p = join(parent, name);
-	ex = p && fw_filter_excluded(&c->o->filter, p);
+	ex = p && fw_filter_excluded(&c->o->filter, p, true);
 	free(p);
 	return ex;
+}
+
+/* Remember parent/name, to watch and scan once parent can be reached. */
+static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+			bool report)
+{
+	size_t hb = sizeof(struct file_handle) + parent->handle_bytes;
+	struct fw_pending *p = calloc(1, sizeof(*p) + strlen(name) + 1);
+
+	if (!p || !(p->fh = malloc(hb))) {
+		fw_err("out of memory");
+		exit(1);
+	}
+	p->fsid[0] = parent->fsid[0];
+	p->fsid[1] = parent->fsid[1];
+	p->fh->handle_bytes = parent->handle_bytes;
+	p->fh->handle_type = parent->handle_type;
+	memcpy(p->fh->f_handle, parent->handle, parent->handle_bytes);
+	p->report = report;
+	strcpy(p->name, name);
+	p->next = c->pending;
+	c->pending = p;
+}
+
+void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name, bool report)
+{
+	struct fw_dir *d;
+
+	if (!c->o->recursive || fw_excluded(c, parent, name))
+		return;
+	d = fw_watch_dir(c, parent, name);
+	if (d)
+		fw_scan(c, d, report);
+	else if (errno == ESTALE)
+		watch_later(c, parent, name, report);
+}
+
+/* A rename read later fixes the name chain: try the waiting ones again. */
+void fw_retry_pending(struct fw_ctx *c)
+{
+	struct fw_pending *list = c->pending, *p, *n;
+
+	c->pending = NULL;
+	for (p = list; p; p = n) {
+		struct fw_dir *parent = fw_dirmap_find(&c->map, p->fsid, p->fh);
+
+		n = p->next;
+		if (parent && fw_dir_fd(&c->map, parent) >= 0) {
+			fw_adopt(c, parent, p->name, p->report);
+		} else if (parent && ++p->tries < 1000) {
+			p->next = c->pending;	/* still behind: keep it */
+			c->pending = p;
+			continue;
+		} else if (parent) {
+			fw_warn(c, "cannot reach %s to watch %s in it; its entries are not watched",
+				parent->path, p->name);
+		}
+		free(p->fh);
+		free(p);
+	}
 }
 
 struct namelist {
@@ -375,7 +477,10 @@ static void namelist_add(struct namelist *l, const char *s)
 			exit(1);
 		}
 	}
-	l->v[l->n++] = strdup(s);
+	if (!(l->v[l->n++] = strdup(s))) {
+		fw_err("out of memory");
+		exit(1);
+	}
 }
 
 static bool is_dir_entry(int dfd, const struct dirent *de)
@@ -388,17 +493,40 @@ static bool is_dir_entry(int dfd, const struct dirent *de)
 	       S_ISDIR(st.st_mode);
 }
 
+/*
+ * A readable descriptor for listing d.  Through "." needs search
+ * permission; the /proc magic link needs only read, which a directory
+ * that can be listed but not searched has.
+ */
+static int open_listing(struct fw_ctx *c, struct fw_dir *d)
+{
+	int dfd = fw_dir_fd(&c->map, d), fd;
+	char link[64];
+
+	if (dfd < 0)
+		return -1;
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", dfd);
+		fd = open(link, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			errno = EACCES;
+	}
+	return fd;
+}
+
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 {
-	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open_listing(c, d);
 	struct namelist subs = { 0 };
 	struct dirent *de;
 	DIR *dir;
 	size_t i;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
-		fw_warn(c, "cannot list %s: %s; its entries are not watched",
-			d->path, strerror(errno));
+		if (errno != ESTALE && errno != ENOENT)
+			fw_warn(c, "cannot list %s: %s; its entries are not watched",
+				d->path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -418,22 +546,35 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 			isdir = is_dir_entry(fd, de);
 		}
 		if (report)
-			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
+			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 		if (isdir && c->o->recursive)
 			namelist_add(&subs, de->d_name);
 	}
 	closedir(dir);
 	/* Mark first, then scan: what appears in between is seen either way. */
 	for (i = 0; i < subs.n; i++) {
-		struct fw_dir *s = NULL;
-
-		if (!fw_excluded(c, d, subs.v[i]))
-			s = fw_watch_dir(c, d, subs.v[i]);
-		if (s)
-			fw_scan(c, s, report);
+		fw_adopt(c, d, subs.v[i], report);
 		free(subs.v[i]);
 	}
 	free(subs.v);
+}
+
+static int add_file(struct fw_ctx *c, const char *path)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC | (c->o->no_deref ? O_NOFOLLOW : 0));
+
+	if (fd < 0) {
+		fw_err("cannot watch '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (!mark_fd(c, NULL, path, fd, true)) {
+		close(fd);
+		if (errno == EEXIST)
+			return 0;
+		fw_setup_done(c);
+		return -1;
+	}
+	return 0;
 }
 
 int fw_add_root(struct fw_ctx *c, const char *path)
@@ -441,14 +582,12 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 	struct stat st;
 	struct fw_dir *d;
 
-	if (stat(path, &st)) {
+	if ((c->o->no_deref ? lstat : stat)(path, &st)) {
 		fw_err("cannot watch '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		fw_err("cannot watch '%s': not a directory (fanwatch watches directories)", path);
-		return -1;
-	}
+	if (!S_ISDIR(st.st_mode))
+		return add_file(c, path);	/* an inode mark on the file itself */
 	d = fw_watch_dir(c, NULL, path);
 	if (!d && errno == EEXIST)
 		return 0;	/* given twice, or inside another -r root */
@@ -468,7 +607,7 @@ void fw_setup_done(struct fw_ctx *c)
 		return;
 	long fs = fw_sysctl("max_user_marks");
 	/* In a user namespace its own, possibly lower, limit applies too. */
-	long ns = read_long("/proc/sys/user/max_fanotify_marks");
+	long ns = fw_read_long("/proc/sys/user/max_fanotify_marks");
 	char nsmsg[96] = "";
 
 	if (ns >= 0 && ns != fs)
@@ -488,7 +627,7 @@ static void report_gone(const struct fw_snap_ent *e, void *arg)
 	struct sweep_arg *a = arg;
 	struct fw_dir *s = e->isdir ? fw_dir_child(a->d, e->name) : NULL;
 
-	fw_emit(a->c, FW_DELETE, a->d, e->name, e->isdir, true, false, NULL, NULL);
+	fw_emit1(a->c, FW_DELETE, a->d, e->name, e->isdir, true, false);
 	if (s)
 		fw_unwatch_tree(a->c, s);
 }
@@ -496,7 +635,7 @@ static void report_gone(const struct fw_snap_ent *e, void *arg)
 /* Compare one directory with its snapshot; report and fix what differs. */
 static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 {
-	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open_listing(c, d);
 	struct sweep_arg arg = { c, d };
 	struct namelist fresh = { 0 };
 	struct fw_dir *ch;
@@ -521,15 +660,15 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		case FW_SNAP_SAME:
 			break;
 		case FW_SNAP_MODIFIED:
-			fw_emit(c, FW_MODIFY, d, de->d_name, isdir, true, false, NULL, NULL);
+			fw_emit1(c, FW_MODIFY, d, de->d_name, isdir, true, false);
 			break;
 		case FW_SNAP_REPLACED:
-			fw_emit(c, FW_DELETE, d, de->d_name, isdir, true, false, NULL, NULL);
+			fw_emit1(c, FW_DELETE, d, de->d_name, isdir, true, false);
 			if ((ch = fw_dir_child(d, de->d_name)))
 				fw_unwatch_tree(c, ch);
 			/* fall through */
 		case FW_SNAP_NEW:
-			fw_emit(c, FW_CREATE, d, de->d_name, isdir, true, false, NULL, NULL);
+			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 			if (isdir && c->o->recursive)
 				namelist_add(&fresh, de->d_name);
 			break;
@@ -541,9 +680,8 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		if (ch->snap)
 			rescan_dir(c, ch);
 	for (i = 0; i < fresh.n; i++) {
-		if (!fw_dir_child(d, fresh.v[i]) && !fw_excluded(c, d, fresh.v[i]) &&
-		    (ch = fw_watch_dir(c, d, fresh.v[i])))
-			fw_scan(c, ch, true);
+		if (!fw_dir_child(d, fresh.v[i]))
+			fw_adopt(c, d, fresh.v[i], true);
 		free(fresh.v[i]);
 	}
 	free(fresh.v);

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ignore.h"
+
+/* One [...] class at p against c; *end set past it, or NULL if unclosed. */
+static bool match_class(const char *p, char c, const char **end)
+{
+	const char *j = p + 1;
+	char buf[256], s[2] = { c, 0 };
+	size_t n;
+
+	if (*j == '!' || *j == '^')
+		j++;
+	if (*j == ']')
+		j++;
+	while (*j && *j != ']')
+		j++;
+	if (!*j || (size_t)(j - p + 2) > sizeof(buf)) {
+		*end = NULL;
+		return false;
+	}
+	n = j - p + 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	if (buf[1] == '^')
+		buf[1] = '!';
+	*end = j + 1;
+	return c != '/' && !fnmatch(buf, s, 0);
+}
+
+bool fw_glob(const char *p, const char *s)
+{
+	const char *t, *end;
+
+	for (;;) {
+		switch (*p) {
+		case '\0':
+			return !*s;
+		case '*':
+			if (p[1] == '*') {
+				p += 2;
+				if (*p == '/') {	/* "**" "/": zero or more directories */
+					for (t = s;; t++) {
+						if (fw_glob(p + 1, t))
+							return true;
+						t = strchr(t, '/');
+						if (!t)
+							return false;
+					}
+				}
+				for (t = s;; t++) {	/* "**": anything, '/' too */
+					if (fw_glob(p, t))
+						return true;
+					if (!*t)
+						return false;
+				}
+			}
+			for (t = s, p++;; t++) {
+				if (fw_glob(p, t))
+					return true;
+				if (!*t || *t == '/')
+					return false;
+			}
+		case '?':
+			if (!*s || *s == '/')
+				return false;
+			p++, s++;
+			break;
+		case '[':
+			if (!*s)
+				return false;
+			if (match_class(p, *s, &end)) {
+				p = end, s++;
+				break;
+			}
+			if (end)
+				return false;
+			/* an unclosed '[' is itself */
+			if (*s != '[')
+				return false;
+			p++, s++;
+			break;
+		case '\\':
+			if (p[1])
+				p++;
+			/* fall through */
+		default:
+			if (*p != *s)
+				return false;
+			p++, s++;
+		}
+	}
+}
+
+static int add_rule(struct fw_ignore *ig, char *line)
+{
+	struct fw_ignore_rule r = { 0 }, *nv;
+	size_t n = strlen(line);
+	char *slash;
+
+	/* Trailing spaces go unless escaped with a backslash. */
+	while (n && line[n - 1] == ' ' && !(n > 1 && line[n - 2] == '\\'))
+		line[--n] = '\0';
+	if (!n || line[0] == '#')
+		return 0;
+	if (line[0] == '!') {
+		r.neg = true;
+		line++, n--;
+	} else if (line[0] == '\\' && (line[1] == '#' || line[1] == '!')) {
+		line++, n--;
+	}
+	if (n && line[n - 1] == '/') {
+		r.dironly = true;
+		line[--n] = '\0';
+	}
+	if (!n)
+		return 0;
+	slash = strchr(line, '/');
+	r.anchored = slash != NULL;
+	if (line[0] == '/')
+		line++;
+	if (!(r.pat = strdup(line)))
+		return -ENOMEM;
+	nv = realloc(ig->r, (ig->n + 1) * sizeof(*nv));
+	if (!nv) {
+		free(r.pat);
+		return -ENOMEM;
+	}
+	ig->r = nv;
+	ig->r[ig->n++] = r;
+	return 0;
+}
+
+int fw_ignore_parse(struct fw_ignore *ig, const char *base, const char *text)
+{
+	char *copy = strdup(text), *line, *save = NULL;
+	size_t n = strlen(base);
+	int ret = 0;
+
+	memset(ig, 0, sizeof(*ig));
+	while (n > 1 && base[n - 1] == '/')
+		n--;
+	if (!copy || !(ig->base = strndup(base, n))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	for (line = strtok_r(copy, "\n", &save); line && !ret;
+	     line = strtok_r(NULL, "\n", &save)) {
+		size_t l = strlen(line);
+
+		if (l && line[l - 1] == '\r')
+			line[l - 1] = '\0';
+		ret = add_rule(ig, line);
+	}
+	free(copy);
+	return ret;
+}
+
+/* The last rule matching rel decides: 1 ignored, 0 re-included, -1 none. */
+static int decide(const struct fw_ignore *ig, const char *rel, bool isdir)
+{
+	const char *base = strrchr(rel, '/');
+	size_t i = ig->n;
+
+	base = base ? base + 1 : rel;
+	while (i--) {
+		const struct fw_ignore_rule *r = &ig->r[i];
+
+		if (r->dironly && !isdir)
+			continue;
+		if (fw_glob(r->pat, r->anchored ? rel : base))
+			return !r->neg;
+	}
+	return -1;
+}
+
+bool fw_ignore_match(const struct fw_ignore *ig, const char *abspath, bool isdir)
+{
+	size_t bl = strlen(ig->base);
+	char *rel, *p;
+	bool ignored = false;
+
+	if (strncmp(abspath, ig->base, bl) || (abspath[bl] != '/' && bl > 1))
+		return false;
+	rel = strdup(abspath + bl + (bl > 1));
+	if (!rel)
+		return false;
+	/* Each parent directory first: below an ignored one, nothing comes back. */
+	for (p = strchr(rel, '/'); p && !ignored; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (*rel)
+			ignored = decide(ig, rel, true) == 1;
+		*p = '/';
+	}
+	if (!ignored && *rel)
+		ignored = decide(ig, rel, isdir) == 1;
+	free(rel);
+	return ignored;
+}
+
+void fw_ignore_free(struct fw_ignore *ig)
+{
+	size_t i;
+
+	for (i = 0; i < ig->n; i++)
+		free(ig->r[i].pat);
+	free(ig->r);
+	free(ig->base);
+	memset(ig, 0, sizeof(*ig));
+}
