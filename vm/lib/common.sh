@@ -52,6 +52,11 @@ K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev j
 K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)
 
+# Building and checking the Debian packages (tests/debian/run); the
+# Build-Depends themselves are read from debian/control.
+# shellcheck disable=SC2034
+K513_DEB_PACKAGES=(dpkg-dev debhelper lintian mmdebstrap)
+
 # One kernel build or guest at a time on this machine: they each want every
 # core, and two guests would fight over the cache.
 # The lock is per machine, not per cache, since the cores are.

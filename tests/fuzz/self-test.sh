@@ -1,0 +1,55 @@
+#!/bin/sh
+# tests/fuzz/run must fail on a crashing target, save the input under the
+# build directory and name it; a clean target must pass.
+# usage: self-test.sh BUILD_DIR
+set -u
+build=$(cd "$1" && pwd)
+run=$(dirname "$0")/run
+command -v clang >/dev/null || { echo "skip: clang is not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/t.c" <<'C'
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#ifdef CLEAN
+#define BOOM() (void)0
+#else
+#define BOOM() abort()
+#endif
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+	if (n >= 3 && d[0] == 'B' && d[1] == 'U' && d[2] == 'G')
+		BOOM();
+	return 0;
+}
+C
+clang -g -fsanitize=fuzzer "$tmp/t.c" -o "$tmp/crashy" || { echo "not ok - build"; exit 1; }
+clang -g -fsanitize=fuzzer -DCLEAN "$tmp/t.c" -o "$tmp/clean" ||
+	{ echo "not ok - build"; exit 1; }
+mkdir "$tmp/seeds"
+printf 'BUG' >"$tmp/seeds/bug"
+printf 'self-crash\t%s\t%s\n' "$tmp/crashy" "$tmp/seeds" >"$tmp/crash.targets"
+printf 'self-clean\t%s\t%s\n' "$tmp/clean" "$tmp/seeds" >"$tmp/clean.targets"
+fail=0
+out=$("$run" --build "$build" --seconds 2 --targets "$tmp/crash.targets" 2>&1)
+rc=$?
+art=$(printf '%s\n' "$out" | sed -n 's/.*; input \([^;]*\);.*/\1/p')
+if [ "$rc" -ne 0 ] && [ -f "$art" ] && [ "$(cat "$art")" = BUG ] &&
+	[ "${art#"$build"/fuzz/}" != "$art" ]; then
+	echo "ok - a crash fails the run and its input is saved under the build directory"
+else
+	echo "not ok - crash: exit $rc, artifact '$art'"; printf '%s\n' "$out"; fail=1
+fi
+if "$run" --build "$build" --seconds 2 --targets "$tmp/clean.targets" >/dev/null 2>&1; then
+	echo "ok - a clean target passes"
+else
+	echo "not ok - a clean target failed"; fail=1
+fi
+if "$run" --build "$build" --seconds 0 --targets "$tmp/clean.targets" >/dev/null 2>&1; then
+	echo "not ok - --seconds 0 was accepted"; fail=1
+else
+	echo "ok - --seconds 0 is refused"
+fi
+exit $fail
