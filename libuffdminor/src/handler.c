@@ -446,3 +446,37 @@ int uffdm_handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 	free(h);
 	return ret;
 }
+
+/* 0.2 calls: stubs until the fill-once handler lands. */
+int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	(void)h; (void)r;
+	return -ENOSYS;
+}
+
+int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	(void)h; (void)r;
+	return -ENOSYS;
+}
+
+int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, int err)
+{
+	(void)h; (void)r; (void)off; (void)len; (void)err;
+	return -ENOSYS;
+}
+
+int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			unsigned int flags)
+{
+	(void)h; (void)r; (void)off; (void)flags;
+	return -ENOSYS;
+}
+
+ssize_t uffdm_handler_fill(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, uffdm_fill_fn fill, void *arg)
+{
+	(void)h; (void)r; (void)off; (void)len; (void)fill; (void)arg;
+	return -ENOSYS;
+}
