@@ -225,12 +225,13 @@ struct uffdm_stats {
 	uint64_t deferred;		/* callbacks that returned UFFDM_FILL_LATER */
 	uint64_t completed;		/* pages completed by uffdm_handler_complete() */
 	uint64_t outside;		/* faults outside every region */
+	uint64_t requeued;		/* faults woken unresolved to refault (EAGAIN crowd) */
 	uint64_t latency_count;		/* samples in hist */
 	uint64_t mean_ns;		/* mean read-to-wake latency */
 	uint64_t callback_ns;		/* total time in fault callbacks */
 	uint64_t ioctl_ns;		/* total time in resolving ioctls (CONTINUE, WAKE, ...) */
 	uint64_t hist[UFFDM_STATS_BUCKETS];
-	uint64_t reserved[16];		/* zero; later releases fill it */
+	uint64_t reserved[15];		/* zero; later releases fill it */
 };
 
 /* r may be NULL (0.2): start serving no region, add them with uffdm_handler_region_add(). */

@@ -45,6 +45,11 @@ struct uffdm_region {
 #define UFFDM_PS_GEN_ONE	(1u << UFFDM_PS_BITS)
 /* Allocates r->pstate and sets uaddr; for every region constructor. */
 int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr);
+/* The registered view is in this process's mm: failed pages can move to r->sigbus. */
+static inline bool uffdm__region_local(const struct uffdm_region *r)
+{
+	return r->view && (uintptr_t)r->view == r->uaddr;
+}
 /* Frees what uffdm__region_init_state() and the handler attached. */
 void uffdm__region_fini_state(struct uffdm_region *r);
 

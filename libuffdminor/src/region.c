@@ -196,12 +196,15 @@ static void advance_generation(struct uffdm_region *r, size_t off, size_t len)
 
 int uffdm_region_page_state(const struct uffdm_region *r, size_t off)
 {
+	unsigned int st;
+
 	if (!r || !r->pstate)
 		return -EINVAL;
 	if (off >= r->size)
 		return -ERANGE;
-	return (int)(__atomic_load_n(&r->pstate[off / r->page], __ATOMIC_ACQUIRE) &
-		     UFFDM_PS_MASK);
+	st = __atomic_load_n(&r->pstate[off / r->page], __ATOMIC_ACQUIRE) & UFFDM_PS_MASK;
+	/* Internal states beyond the public ones are fills in progress. */
+	return st > UFFDM_PAGE_FAILED ? UFFDM_PAGE_FILLING : (int)st;
 }
 
 /* Whole pages inside the region only: hugetlb refuses anything else anyway. */
