@@ -199,33 +199,45 @@ static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t le
 	return ret;
 }
 
-/* Owned pages [off, off+len) leave `from` for `to` (same generation, or left alone). */
+/*
+ * Pages [off, off+len) of generation gen[i] move to `to` unless they are
+ * already final (or, with final_too, even from FILLED); a page whose
+ * generation moved on is left alone.
+ */
 static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_t *gen,
-		   unsigned int to)
+		   unsigned int to, bool final_too)
 {
 	for (size_t o = off, i = 0; o < off + len; o += r->page, i++) {
 		uint32_t old = __atomic_load_n(word(r, o), __ATOMIC_ACQUIRE);
 
-		while (GEN(old) == gen[i] && PS(old) != UFFDM_PAGE_FILLED &&
-		       PS(old) != UFFDM_PAGE_FAILED && PS(old) != UFFDM_PAGE_EMPTY &&
+		while (GEN(old) == gen[i] && PS(old) != to && PS(old) != UFFDM_PAGE_EMPTY &&
+		       (final_too || (PS(old) != UFFDM_PAGE_FILLED &&
+				      PS(old) != UFFDM_PAGE_FAILED)) &&
 		       !cas(word(r, o), &old, gen[i] | to))
 			;
 	}
 }
 
 /* An owned run is right in the backing view: map it, or fail it when that fails. */
+/*
+ * Filled before mapped: the content is final once the filler is done, and
+ * a thread woken by the CONTINUE then finds its page filled.  A message
+ * read in between maps the page itself (CONTINUE on a mapped page is
+ * EEXIST, which wakes).
+ */
 static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
 		      const uint32_t *gen, bool wp)
 {
-	int ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
+	int ret;
 
+	settle(r, off, len, gen, UFFDM_PAGE_FILLED, false);
+	ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
 	if (ret) {
 		fail_run(s, r, off, len, wp);
-		settle(r, off, len, gen, UFFDM_PAGE_FAILED);
+		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
 		return ret;
 	}
 	uffdm__count(s->t, C_RESOLVED, len / r->page);
-	settle(r, off, len, gen, UFFDM_PAGE_FILLED);
 	return 0;
 }
 
@@ -251,7 +263,7 @@ static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 	}
 	if (ret) {
 		fail_run(s, r, off, r->page, wp);
-		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED);
+		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED, false);
 		return;
 	}
 	finish_run(s, r, off, r->page, &gen, wp);
@@ -409,7 +421,7 @@ static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, siz
 	uffdm__count(s->t, C_COMPLETED, n);
 	if (err) {
 		fail_run(s, r, off, n * r->page, false);
-		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED);
+		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED, false);
 	} else {
 		ret = finish_run(s, r, off, n * r->page, gen, false);
 	}
@@ -533,6 +545,6 @@ void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
 		if (PS(old) != UFFDM_PAGE_DEFERRED || !cas(w, &old, gen | PS_COMPLETING))
 			continue;
 		fail_run(&s, r, o, r->page, false);
-		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED);
+		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
 	}
 }
