@@ -11,6 +11,7 @@ struct uffdm {
 	uint64_t ioctls;	/* returned by UFFDIO_API */
 	uint64_t avail;		/* what the kernel offers, from the probe */
 	bool nonblock;		/* O_NONBLOCK is set: a read can be tried blind */
+	bool served;		/* a handler reads it (handler.c): one at a time */
 };
 
 struct uffdm_region {
