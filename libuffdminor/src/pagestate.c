@@ -149,22 +149,23 @@ static int poison_page(struct svc *s, char *p, size_t len)
 /*
  * Move the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose
  * faults are SIGBUS without an event, and wake the thread into it.  It is
- * registered for MISSING too (a failed hole must not read zeros), and for
- * a refused write the page is write-protected there (so the write is not
- * let through).  On a range registered for MISSING faults on u, UNREGISTER
- * wakes the thread early: a short window in which it may map the page
- * unserved; MINOR-only ranges do not wake.  The wake comes last whatever
- * failed before it: a thread refaulting is better than one asleep.
+ * registered for MISSING too (a failed hole must not read zeroes later),
+ * and for a refused write the page is write-protected there (so the write
+ * does not land).  The kernel's UNREGISTER wakes the waiters of a range
+ * registered for MISSING faults, under the mmap lock but before we can
+ * register the page again: such a thread may map a zero page (a hole) or
+ * the unserved page in that window.  No ordering avoids it (re-registering
+ * without MISSING is a no-op); POISON has no window.  The wake comes last
+ * whatever failed before it: a thread refaulting is better than one asleep.
  */
 static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t len, bool wp)
 {
+	unsigned int keep = wp ? UFFDM_REGISTER_WP : 0;
 	int ret, woke;
 
 	ret = uffdm_range_unregister(u, p, len);
 	if (!ret)
-		ret = uffdm_range_register(sigbus, p, len,
-					   UFFDM_REGISTER_MISSING | (wp ? UFFDM_REGISTER_WP : 0),
-					   NULL);
+		ret = uffdm_range_register(sigbus, p, len, UFFDM_REGISTER_MISSING | keep, NULL);
 	if (!ret && wp)
 		ret = uffdm_writeprotect(sigbus, p, len, true);
 	woke = uffdm_wake(u, p, len);

@@ -3,19 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "common.h"
-
-static int kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int ma = 0, mi = 0;
-
-	uname(&u);
-	sscanf(u.release, "%d.%d", &ma, &mi);
-	return ma > major || (ma == major && mi >= minor);
-}
 
 static void test_probe_features(void **state)
 {
