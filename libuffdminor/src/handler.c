@@ -170,10 +170,15 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 		(h->nregions - (unsigned int)pos) * sizeof(*h->regions));
 	h->regions[pos] = r;
 	h->nregions++;
-	r->handler = h;
+	__atomic_store_n(&r->handler, h, __ATOMIC_RELEASE);
 out:
 	pthread_rwlock_unlock(&h->lock);
 	return pos < 0 ? pos : ret;
+}
+
+struct uffdm_handler *uffdm_region_handler(const struct uffdm_region *r)
+{
+	return r ? __atomic_load_n(&r->handler, __ATOMIC_ACQUIRE) : NULL;
 }
 
 int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
@@ -194,7 +199,7 @@ int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
 		memmove(h->regions + i, h->regions + i + 1,
 			(h->nregions - i - 1) * sizeof(*h->regions));
 		h->nregions--;
-		r->handler = NULL;
+		__atomic_store_n(&r->handler, NULL, __ATOMIC_RELEASE);
 	}
 	pthread_rwlock_unlock(&h->lock);
 	return ret;
@@ -369,7 +374,7 @@ static int prepare(struct uffdm_handler *h)
 static void handler_free(struct uffdm_handler *h)
 {
 	for (unsigned int i = 0; i < h->nregions; i++)
-		h->regions[i]->handler = NULL;
+		__atomic_store_n(&h->regions[i]->handler, NULL, __ATOMIC_RELEASE);
 	free(h->regions);
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);

@@ -169,6 +169,7 @@ struct crowd {
 	struct uffdm_region *r;
 	struct zapper z;
 	int first, started, removes;
+	int arrived;	/* crowd members about to touch their page */
 };
 
 static int zap_then_stamp(void *arg, struct uffdm_region *r, size_t off,
@@ -185,7 +186,10 @@ static int zap_then_stamp(void *arg, struct uffdm_region *r, size_t off,
 	if (pthread_create(&c->z.pt, NULL, zap, &c->z))
 		return -EAGAIN;
 	__atomic_store_n(&c->started, 1, __ATOMIC_RELEASE);
-	usleep(200000);		/* let the crowd and the REMOVE queue up */
+	/* Let the whole crowd and the REMOVE queue up (slow under TSan or TCG). */
+	for (int i = 0; i < 10000 && __atomic_load_n(&c->arrived, __ATOMIC_ACQUIRE) < CROWD; i++)
+		usleep(1000);
+	usleep(200000);
 	return 0;
 }
 
@@ -196,6 +200,7 @@ static void crowd_remove(void *arg, const struct uffdm_event *ev)
 }
 
 struct member {
+	struct crowd *c;
 	struct uffdm_region *r;
 	size_t i;
 	bool ok;
@@ -207,6 +212,7 @@ static void *touch_one(void *arg)
 	struct member *m = arg;
 	size_t page = uffdm_region_page_size(m->r);
 
+	__atomic_fetch_add(&m->c->arrived, 1, __ATOMIC_RELEASE);
 	m->ok = check_page((char *)uffdm_region_view(m->r) + m->i * page, page, m->i);
 	return NULL;
 }
@@ -228,7 +234,7 @@ static void test_eagain_crowd(void **state)
 
 	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
 	for (size_t i = 0; i < CROWD; i++) {
-		m[i] = (struct member){ .r = r, .i = i % npages + 1 };
+		m[i] = (struct member){ .c = &c, .r = r, .i = i % npages + 1 };
 		assert_int_equal(pthread_create(&m[i].pt, NULL, touch_one, &m[i]), 0);
 	}
 	for (size_t i = 0; i < CROWD; i++) {
