@@ -151,7 +151,7 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 	if (!h || check_region(r))
 		return -EINVAL;
 	pthread_rwlock_wrlock(&h->lock);
-	ret = r->handler == h ? -EEXIST : r->handler ? -EBUSY : 0;
+	ret = uffdm_region_handler(r) == h ? -EEXIST : uffdm_region_handler(r) ? -EBUSY : 0;
 	pos = ret ? ret : insert_pos(h, r);
 	if (pos < 0)
 		goto out;

@@ -429,7 +429,8 @@ bool uffdm__region_busy(const struct uffdm_region *r)
 static int check_span(const struct uffdm_handler *h, const struct uffdm_region *r,
 		      size_t off, size_t len)
 {
-	if (!h || !r || !r->pstate || r->handler != h || !len || off % r->page || len % r->page)
+	if (!h || !r || !r->pstate || uffdm_region_handler(r) != h || !len || off % r->page ||
+	    len % r->page)
 		return -EINVAL;
 	if (off > r->size || len > r->size - off)
 		return -ERANGE;
