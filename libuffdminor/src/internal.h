@@ -2,6 +2,8 @@
 #ifndef UFFDM_INTERNAL_H
 #define UFFDM_INTERNAL_H
 
+#include <pthread.h>
+
 #include "uffdminor.h"
 
 struct uffdm {
@@ -32,6 +34,12 @@ struct uffdm_region {
 	/* Fill-once (handler.c): one word per page, generation << 3 | state. */
 	uint32_t *pstate;
 	struct uffdm_handler *handler;	/* serving it, or NULL */
+	/*
+	 * Held by discard/zap across the generation change and the unmap, so
+	 * that a late duplicate fault cannot map a page again in between
+	 * (the handler only tries it: it never waits for a zap).
+	 */
+	pthread_mutex_t zap_lock;
 	/*
 	 * The UFFD_FEATURE_SIGBUS descriptor failed pages of the local view
 	 * are moved to: owned by the region so they keep failing after the

@@ -344,6 +344,7 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 	uint32_t *w = word(r, off), old;
 	struct hthread *t = sv->t;
 	struct svc *s = sv;
+	int ret;
 
 	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 	for (;;) {
@@ -354,9 +355,27 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 			fill_by_callback(s, r, off, ev, GEN(old));
 			return;
 		case UFFDM_PAGE_FILLED:
-			/* Zapped since, or a late duplicate: map or unprotect, no callback. */
+			/*
+			 * A late duplicate (or unmapped behind our back): map or
+			 * unprotect, no callback.  Not while a zap runs: it may have
+			 * made the page empty and unmapped it, and mapping it again
+			 * would let threads write a page a fill then overwrites; then
+			 * only wake, and the thread faults into the new generation.
+			 */
 			uffdm__count(t, C_DUP, 1);
-			if (wp ? unprotect(s, r, off, r->page) : map_run(s, r, off, r->page))
+			if (!wp && pthread_mutex_trylock(&r->zap_lock)) {
+				uffdm_wake(t->h->u, uaddr(r, off), r->page);
+				return;
+			}
+			if (!wp && __atomic_load_n(w, __ATOMIC_ACQUIRE) != old) {
+				pthread_mutex_unlock(&r->zap_lock);
+				uffdm_wake(t->h->u, uaddr(r, off), r->page);
+				return;
+			}
+			ret = wp ? unprotect(s, r, off, r->page) : map_run(s, r, off, r->page);
+			if (!wp)
+				pthread_mutex_unlock(&r->zap_lock);
+			if (ret)
 				fail_run(s, r, off, r->page, wp);
 			else
 				uffdm__count(t, C_RESOLVED, 1);

@@ -69,6 +69,7 @@ int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr)
 {
 	r->uaddr = uaddr;
 	r->pstate = calloc(r->size / r->page, sizeof(*r->pstate));
+	pthread_mutex_init(&r->zap_lock, NULL);
 	return r->pstate ? 0 : -ENOMEM;
 }
 
@@ -223,11 +224,12 @@ static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
 
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&r->zap_lock);
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		advance_generation(r, off, len);
-	if (fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0)
-		return -errno;
-	return 0;
+	ret = fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	pthread_mutex_unlock(&r->zap_lock);
+	return ret;
 }
 
 /* Put pages in the page cache (zeroed), so touching the view is a minor fault. */
@@ -255,8 +257,9 @@ int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len)
 		return ret;
 	if (!r->view)	/* a view in another process: zap it there */
 		return -EOPNOTSUPP;
+	pthread_mutex_lock(&r->zap_lock);
 	advance_generation(r, off, len);
-	if (madvise((char *)r->view + off, len, MADV_DONTNEED) < 0)
-		return -errno;
-	return 0;
+	ret = madvise((char *)r->view + off, len, MADV_DONTNEED) < 0 ? -errno : 0;
+	pthread_mutex_unlock(&r->zap_lock);
+	return ret;
 }
