@@ -153,6 +153,33 @@ int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
 int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *spill,
 		  unsigned int spill_max, unsigned int *nspill);
 
+/* ---- another process's memory (0.2) ---------------------------------- */
+
+/*
+ * Take over fd, a userfaultfd made by another process (received over
+ * SCM_RIGHTS) or this one, with the features its creator negotiated;
+ * -EOPNOTSUPP if features are not among them, -EBADF if fd is not a
+ * userfaultfd.  On success uffdm_close() closes fd.  flags: 0.
+ */
+int uffdm_adopt(struct uffdm **out, int fd, uint64_t features, unsigned int flags);
+/* The UFFD_FEATURE_SIGBUS descriptor of u's mm (the failure path without POISON). */
+int uffdm_sigbus_adopt(struct uffdm *u, int fd);
+int uffdm_sigbus_fd(struct uffdm *u);
+/*
+ * Pages of the range not mapped now raise SIGBUS from here on, and their
+ * waiters are woken into it: what a VMM does when its page server is gone.
+ */
+#define UFFDM_FAIL_SIGBUS_FD	(1u << 0) /* via the SIGBUS descriptor even with POISON */
+int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsigned int flags);
+/*
+ * A region over [offset, offset+size) of an existing memfd or hugetlbfs
+ * file (dup'ed), registered at view in the mm the userfaultfd serves;
+ * only the backing view is mapped here.  flags: 0.
+ */
+int uffdm_region_from_fd(struct uffdm_region **out, int fd, off_t offset, size_t size,
+			 uintptr_t view, unsigned int flags);
+off_t uffdm_region_offset(const struct uffdm_region *r);
+
 /* ---- handler -------------------------------------------------------- */
 
 /*

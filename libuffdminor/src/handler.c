@@ -49,7 +49,7 @@ struct uffdm_handler {
 	struct uffdm_region *r;
 	struct uffdm_handler_config cfg;
 	int stop_fd;		/* eventfd: readable once stopping */
-	struct uffdm *sigbus;	/* failure path without POISON */
+	struct uffdm *sigbus;	/* failure path without POISON; u's, not ours */
 	bool poison;
 	unsigned int started;
 	struct hthread th[];
@@ -338,7 +338,8 @@ static int prepare(struct uffdm_handler *h)
 		    (h->u->avail & UFFD_FEATURE_POISON);
 	if (h->poison)
 		return 0;
-	return uffdm_open(&h->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS);
+	/* u owns it: an adopted u brings the one of its own mm */
+	return uffdm__sigbus(h->u, &h->sigbus);
 }
 
 int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
@@ -442,7 +443,6 @@ int uffdm_handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 		uffdm_handler_stats(h, st);
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);
-	uffdm_close(h->sigbus);
 	free(h);
 	return ret;
 }

@@ -11,6 +11,9 @@ struct uffdm {
 	uint64_t ioctls;	/* returned by UFFDIO_API */
 	uint64_t avail;		/* what the kernel offers, from the probe */
 	bool nonblock;		/* O_NONBLOCK is set: a read can be tried blind */
+	/* adopt.c */
+	bool adopted;		/* from uffdm_adopt: its mm may be another process's */
+	struct uffdm *sigbus;	/* UFFD_FEATURE_SIGBUS descriptor in the same mm, or NULL */
 };
 
 struct uffdm_region {
@@ -20,11 +23,20 @@ struct uffdm_region {
 	size_t page;
 	void *view;		/* registered: faults happen here */
 	void *backing_view;	/* never registered: pages are made right here */
+	/* region-fd.c */
+	bool foreign;		/* view is in another process: never mapped here */
+	off_t offset;		/* of the region in fd */
 };
 
 /* open.c: a raw descriptor, as uffdm_open would get it, without UFFDIO_API */
 int uffdm__raw_open(unsigned int flags);
 int uffdm__api(int fd, uint64_t features, struct uffdio_api *api);
+
+/* region.c */
+void uffdm__region_free(struct uffdm_region *r);
+
+/* adopt.c: the failure-path descriptor of u (opened on first use unless adopted) */
+int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);

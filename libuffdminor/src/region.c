@@ -64,9 +64,9 @@ static void *map_shared(int fd, size_t size)
 	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
 
-static void region_free(struct uffdm_region *r)
+void uffdm__region_free(struct uffdm_region *r)
 {
-	if (r->view && r->view != MAP_FAILED)
+	if (!r->foreign && r->view && r->view != MAP_FAILED)
 		munmap(r->view, r->size);
 	if (r->backing_view && r->backing_view != MAP_FAILED)
 		munmap(r->backing_view, r->size);
@@ -120,14 +120,14 @@ int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, s
 	return 0;
 fail:
 	ret = -errno;
-	region_free(r);
+	uffdm__region_free(r);
 	return ret;
 }
 
 void uffdm_region_destroy(struct uffdm_region *r)
 {
 	if (r)
-		region_free(r);
+		uffdm__region_free(r);
 }
 
 void *uffdm_region_view(const struct uffdm_region *r)
@@ -171,7 +171,7 @@ static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
 
 	if (ret)
 		return ret;
-	if (fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0)
+	if (fallocate(r->fd, mode, r->offset + (off_t)off, (off_t)len) < 0)
 		return -errno;
 	return 0;
 }
@@ -199,6 +199,8 @@ int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len)
 
 	if (ret)
 		return ret;
+	if (r->foreign)		/* the view is in another mm: only its owner can zap */
+		return -EOPNOTSUPP;
 	if (madvise((char *)r->view + off, len, MADV_DONTNEED) < 0)
 		return -errno;
 	return 0;

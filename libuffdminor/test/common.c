@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include <errno.h>
+#include <dirent.h>
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -351,4 +353,91 @@ void e2e_check(const struct mem_case *mc, struct e2e *e)
 	assert_int_equal(e->stats.failed, 0);
 	assert_true(e->stats.p50_ns <= e->stats.p99_ns);
 	assert_true(e->stats.p99_ns <= e->stats.max_ns);
+}
+
+int send_fds(int sock, const int *fds, unsigned int n, const void *data, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 8)] = { 0 };
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (n > 8 || !len)
+		return -EINVAL;
+	if (n) {
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	}
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EIO;
+}
+
+int recv_fds(int sock, int *fds, unsigned int n, unsigned int *got, void *data, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 8)] = { 0 };
+	struct iovec iov = { .iov_base = data, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+
+	*got = 0;
+	if (r != (ssize_t)len)
+		return r < 0 ? -errno : -EPIPE;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		unsigned int k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (unsigned int i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*got < n)
+				fds[(*got)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return 0;
+}
+
+static unsigned int count_lines(const char *path)
+{
+	unsigned int n = 0;
+	FILE *f = fopen(path, "re");
+	int c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+unsigned int count_fds(void)
+{
+	unsigned int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own descriptor */
+}
+
+unsigned int count_maps(void)
+{
+	return count_lines("/proc/self/maps");
 }

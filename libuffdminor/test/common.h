@@ -69,6 +69,14 @@ struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds
 /* Drop to uid/gid 65534 (nobody) when root; 0 when done or not needed. */
 int drop_privileges(void);
 
+/* SCM_RIGHTS over a Unix socket: n descriptors and a small payload. */
+int send_fds(int sock, const int *fds, unsigned int n, const void *data, size_t len);
+/* Receives up to n descriptors (*got how many) and exactly len bytes. */
+int recv_fds(int sock, int *fds, unsigned int n, unsigned int *got, void *data, size_t len);
+/* Descriptors open in this process, and mappings: nothing half-made leaks. */
+unsigned int count_fds(void);
+unsigned int count_maps(void);
+
 #endif
 
 /*
