@@ -70,8 +70,10 @@ int uffdm_region_from_fd(struct uffdm_region **out, int fd, off_t offset, size_t
 	size_t page = 0;
 	int ret;
 
-	if (!out || fd < 0 || !size || !view || flags)
+	if (!out || !size || !view || flags)
 		return -EINVAL;
+	if (fd < 0)
+		return -EBADF;
 	ret = fd_geometry(fd, &b, &page);
 	if (!ret)
 		ret = check_geometry(fd, offset, size, view, page);
