@@ -163,7 +163,9 @@ int uffdm__sigbus(struct uffdm *u, struct uffdm **out)
 	if (!s && u->adopted)
 		return -EOPNOTSUPP;
 	if (!s) {
-		ret = uffdm_open(&s, u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS);
+		/* as the handler's own: WP on shmem and hugetlbfs needs its feature */
+		ret = uffdm_open(&s, u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS |
+				 (u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
 		if (ret)
 			return ret;
 		if (!__atomic_compare_exchange_n(&u->sigbus, &(struct uffdm *){ NULL }, s, false,
@@ -174,6 +176,25 @@ int uffdm__sigbus(struct uffdm *u, struct uffdm **out)
 	}
 	*out = s;
 	return 0;
+}
+
+int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out)
+{
+	struct uffdm *s = __atomic_load_n(&u->sigbus, __ATOMIC_ACQUIRE);
+	int fd, ret;
+
+	*out = NULL;
+	if (!u->adopted)
+		return uffdm_open(out, u->flags & ~UFFDM_OPEN_NONBLOCK, features);
+	if (!s)
+		return 0;
+	fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = uffdm_adopt(out, fd, UFFD_FEATURE_SIGBUS, 0);
+	if (ret)
+		close(fd);
+	return ret;
 }
 
 int uffdm_sigbus_fd(struct uffdm *u)

@@ -21,12 +21,41 @@ struct uffdm_region {
 	enum uffdm_backing backing;
 	size_t size;
 	size_t page;
-	void *view;		/* registered: faults happen here */
+	void *view;		/* registered: faults happen here (NULL if not in this mm) */
 	void *backing_view;	/* never registered: pages are made right here */
-	/* region-fd.c */
-	bool foreign;		/* view is in another process: never mapped here */
-	off_t offset;		/* of the region in fd */
+	off_t offset;		/* of the region in fd (region-fd.c; 0 for uffdm_region_create) */
+	/*
+	 * The address of the registered view in the mm the descriptor serves:
+	 * (uintptr_t)view for uffdm_region_create(), the other process's view
+	 * for a region made from its fd.  The handler uses only uaddr for
+	 * fault address -> offset and for CONTINUE/WAKE/POISON addresses,
+	 * and backing_view for filling.
+	 */
+	uintptr_t uaddr;
+	/* Fill-once (handler.c): one word per page, generation << 3 | state. */
+	uint32_t *pstate;
+	struct uffdm_handler *handler;	/* serving it, or NULL */
+	/*
+	 * The UFFD_FEATURE_SIGBUS descriptor failed pages of the local view
+	 * are moved to: owned by the region so they keep failing after the
+	 * handler stops (closed by uffdm_region_destroy()).
+	 */
+	struct uffdm *sigbus;
 };
+
+/* region.c: page state words */
+#define UFFDM_PS_BITS		3
+#define UFFDM_PS_MASK		((1u << UFFDM_PS_BITS) - 1)
+#define UFFDM_PS_GEN_ONE	(1u << UFFDM_PS_BITS)
+/* Allocates r->pstate and sets uaddr; for every region constructor. */
+int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr);
+/* The registered view is in this process's mm: failed pages can move to r->sigbus. */
+static inline bool uffdm__region_local(const struct uffdm_region *r)
+{
+	return r->view && (uintptr_t)r->view == r->uaddr;
+}
+/* Frees what uffdm__region_init_state() and the handler attached. */
+void uffdm__region_fini_state(struct uffdm_region *r);
 
 /* open.c: a raw descriptor, as uffdm_open would get it, without UFFDIO_API */
 int uffdm__raw_open(unsigned int flags);
@@ -35,8 +64,14 @@ int uffdm__api(int fd, uint64_t features, struct uffdio_api *api);
 /* region.c */
 void uffdm__region_free(struct uffdm_region *r);
 
-/* adopt.c: the failure-path descriptor of u (opened on first use unless adopted) */
+/* adopt.c: u's own failure-path descriptor (opened on first use unless adopted) */
 int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
+/*
+ * A SIGBUS descriptor of u's mm for the caller to own: a new one for a u
+ * this process opened, a duplicate of the one an adopted u brought, or
+ * NULL (and 0) when an adopted u brought none.
+ */
+int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);

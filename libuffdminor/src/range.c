@@ -101,14 +101,14 @@ int uffdm_region_register(struct uffdm *u, struct uffdm_region *r, unsigned int 
 {
 	if (!r)
 		return -EINVAL;
-	return uffdm_range_register(u, r->view, r->size, flags, ioctls);
+	return uffdm_range_register(u, (void *)r->uaddr, r->size, flags, ioctls);
 }
 
 int uffdm_region_unregister(struct uffdm *u, struct uffdm_region *r)
 {
 	if (!r)
 		return -EINVAL;
-	return uffdm_range_unregister(u, r->view, r->size);
+	return uffdm_range_unregister(u, (void *)r->uaddr, r->size);
 }
 
 /*

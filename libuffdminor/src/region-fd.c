@@ -3,8 +3,9 @@
  * A region over memory someone else made: an existing memfd or hugetlbfs
  * file, an offset and a length, whose registered view is at an address
  * of the process the userfaultfd serves, possibly not this one.  Only the
- * backing view is mapped here; the view address is taken on trust as a
- * number (the kernel checks it against the other mm on every ioctl).
+ * backing view is mapped here (view stays NULL, uaddr holds the address);
+ * the address is taken on trust as a number: the kernel checks it against
+ * the other mm on every ioctl.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,15 +83,17 @@ int uffdm_region_from_fd(struct uffdm_region **out, int fd, off_t offset, size_t
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->foreign = true;
 	r->backing = b;
 	r->size = size;
 	r->page = page;
 	r->offset = offset;
-	r->view = (void *)view;
 	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (r->fd < 0)
 		goto fail;
+	if (uffdm__region_init_state(r, view)) {
+		errno = ENOMEM;
+		goto fail;
+	}
 	r->backing_view = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, offset);
 	if (r->backing_view == MAP_FAILED)
 		goto fail;
@@ -100,6 +103,11 @@ fail:
 	ret = -errno;
 	uffdm__region_free(r);
 	return ret;
+}
+
+uintptr_t uffdm_region_addr(const struct uffdm_region *r)
+{
+	return r ? r->uaddr : 0;
 }
 
 off_t uffdm_region_offset(const struct uffdm_region *r)
