@@ -112,11 +112,38 @@ static void test_region_fd_offset(void **state)
 	assert_int_equal(munmap(view, n * page), 0);
 }
 
+/* Two regions over one file whose views overlap in the other mm: the second is refused. */
+static void test_region_fd_overlap(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	size_t page = case_page_size(mc);
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp };
+	uintptr_t view = 0x7f0000000000ul;
+	struct uffdm *u = open_uffd(0, 0);
+	struct uffdm_region *a, *b;
+	struct uffdm_handler *h;
+	int fd;
+
+	put_region(make_region(mc, NPAGES));
+	fd = case_memfd(mc, NPAGES * page);
+	assert_int_equal(uffdm_region_from_fd(&a, fd, 0, 2 * page, view, 0), 0);
+	assert_int_equal(uffdm_region_from_fd(&b, fd, (off_t)page, 2 * page, view + page, 0), 0);
+	close(fd);
+	assert_int_equal(uffdm_handler_start(&h, u, a, &cfg), 0);
+	assert_int_equal(uffdm_handler_region_add(h, b), -EINVAL);
+	assert_int_equal(uffdm_handler_region_remove(h, b), -ENOENT);
+	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
+	uffdm_region_destroy(b);
+	uffdm_region_destroy(a);
+	put_uffd(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CROSS(test_region_fd_bad),
 		CROSS(test_region_fd_offset),
+		CROSS(test_region_fd_overlap),
 	};
 
 	return cmocka_run_group_tests_name("region-fd", tests, NULL, NULL);
