@@ -183,6 +183,43 @@ int uffdm_region_from_fd(struct uffdm_region **out, int fd, off_t offset, size_t
 uintptr_t uffdm_region_addr(const struct uffdm_region *r);
 off_t uffdm_region_offset(const struct uffdm_region *r);
 
+/* ---- dirty tracking (0.2) ------------------------------------------- */
+
+/*
+ * Which pages of a mapping were written since the last look, by the best
+ * mechanism the kernel offers (UFFDM_TRACK_AUTO), or by the one asked for.
+ * See uffdm_tracker_start(3).
+ */
+enum uffdm_track_kind {
+	UFFDM_TRACK_AUTO = 0,		/* the first of the next three that starts, else NONE */
+	UFFDM_TRACK_PAGEMAP_SCAN,	/* PAGEMAP_SCAN + UFFD_FEATURE_WP_ASYNC (6.7+) */
+	UFFDM_TRACK_SOFT_DIRTY,		/* /proc/self/pagemap soft-dirty bit + clear_refs */
+	UFFDM_TRACK_UFFD_WP,		/* synchronous uffd-wp faults (5.19+ on shmem/hugetlb) */
+	UFFDM_TRACK_NONE,		/* every page is dirty in every round */
+};
+
+struct uffdm_tracker;
+
+#define UFFDM_TRACK_LAST	(1u << 0) /* the last collection: do not re-arm */
+
+/* "auto", "pagemap-scan", "soft-dirty", "uffd-wp", "none"; NULL for an unknown kind. */
+const char *uffdm_track_name(enum uffdm_track_kind kind);
+/* The kind of a name uffdm_track_name() gives, or -EINVAL. */
+int uffdm_track_parse(const char *name);
+/* Tracks [addr, addr+len) of this process, in pages of page bytes.  flags: 0. */
+int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, void *addr,
+			size_t len, size_t page, unsigned int flags);
+/* What was chosen (never AUTO). */
+enum uffdm_track_kind uffdm_tracker_kind(const struct uffdm_tracker *t);
+/* Writers must be paused around uffdm_tracker_collect() (soft-dirty, uffd-wp). */
+bool uffdm_tracker_needs_quiesce(const struct uffdm_tracker *t);
+/*
+ * Sets bit i (bitmap[i / 8] & 1 << i % 8) of every page i written since the
+ * last call (or the start), leaving other bits alone, and re-arms.
+ */
+int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int flags);
+void uffdm_tracker_stop(struct uffdm_tracker *t);
+
 /* ---- handler -------------------------------------------------------- */
 
 /*
