@@ -144,6 +144,12 @@ ssize_t uffdm_copy(struct uffdm *u, void *dst, const void *src, size_t len,
 		   unsigned int flags);
 ssize_t uffdm_zeropage(struct uffdm *u, void *addr, size_t len, unsigned int flags);
 int uffdm_wake(struct uffdm *u, void *addr, size_t len);
+/*
+ * 0.2: UFFDIO_MOVE (6.8+; -EOPNOTSUPP before): move src's pages to dst, a
+ * range registered for MISSING faults; anonymous private memory only.
+ */
+#define UFFDM_MOVE_ALLOW_SRC_HOLES	(1u << 2) /* a hole in src is skipped, not -ENOENT */
+ssize_t uffdm_move(struct uffdm *u, void *dst, void *src, size_t len, unsigned int flags);
 int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
 /*
  * CONTINUE until mapped and woken: EEXIST wakes, EAGAIN reads pending
