@@ -418,6 +418,7 @@ static void handler_free(struct uffdm_handler *h)
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);
 	uffdm_close(h->sigbus);
+	__atomic_store_n(&h->u->served, false, __ATOMIC_RELEASE);
 	pthread_rwlock_destroy(&h->lock);
 	free(h);
 }
@@ -437,6 +438,11 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	h = calloc(1, sizeof(*h) + (cfg->threads + 1) * sizeof(h->th[0]));
 	if (!h)
 		return -ENOMEM;
+	/* Two readers of one descriptor would each fail the other's faults. */
+	if (__atomic_exchange_n(&u->served, true, __ATOMIC_ACQ_REL)) {
+		free(h);
+		return -EBUSY;
+	}
 	h->u = u;
 	h->cfg = *cfg;
 	h->stop_fd = -1;

@@ -11,6 +11,7 @@ struct uffdm {
 	uint64_t ioctls;	/* returned by UFFDIO_API */
 	uint64_t avail;		/* what the kernel offers, from the probe */
 	bool nonblock;		/* O_NONBLOCK is set: a read can be tried blind */
+	bool served;		/* a handler reads it (handler.c): one at a time */
 	/* adopt.c */
 	bool adopted;		/* from uffdm_adopt: its mm may be another process's */
 	struct uffdm *sigbus;	/* UFFD_FEATURE_SIGBUS descriptor in the same mm, or NULL */

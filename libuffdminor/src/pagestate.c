@@ -149,22 +149,23 @@ static int poison_page(struct svc *s, char *p, size_t len)
 /*
  * Move the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose
  * faults are SIGBUS without an event, and wake the thread into it.  It is
- * registered for MISSING too (a failed hole must not read zeros), and for
- * a refused write the page is write-protected there (so the write is not
- * let through).  On a range registered for MISSING faults on u, UNREGISTER
- * wakes the thread early: a short window in which it may map the page
- * unserved; MINOR-only ranges do not wake.  The wake comes last whatever
- * failed before it: a thread refaulting is better than one asleep.
+ * registered for MISSING too (a failed hole must not read zeroes later),
+ * and for a refused write the page is write-protected there (so the write
+ * does not land).  The kernel's UNREGISTER wakes the waiters of a range
+ * registered for MISSING faults, under the mmap lock but before we can
+ * register the page again: such a thread may map a zero page (a hole) or
+ * the unserved page in that window.  No ordering avoids it (re-registering
+ * without MISSING is a no-op); POISON has no window.  The wake comes last
+ * whatever failed before it: a thread refaulting is better than one asleep.
  */
 static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t len, bool wp)
 {
+	unsigned int keep = wp ? UFFDM_REGISTER_WP : 0;
 	int ret, woke;
 
 	ret = uffdm_range_unregister(u, p, len);
 	if (!ret)
-		ret = uffdm_range_register(sigbus, p, len,
-					   UFFDM_REGISTER_MISSING | (wp ? UFFDM_REGISTER_WP : 0),
-					   NULL);
+		ret = uffdm_range_register(sigbus, p, len, UFFDM_REGISTER_MISSING | keep, NULL);
 	if (!ret && wp)
 		ret = uffdm_writeprotect(sigbus, p, len, true);
 	woke = uffdm_wake(u, p, len);
@@ -199,33 +200,45 @@ static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t le
 	return ret;
 }
 
-/* Owned pages [off, off+len) leave `from` for `to` (same generation, or left alone). */
+/*
+ * Pages [off, off+len) of generation gen[i] move to `to` unless they are
+ * already final (or, with final_too, even from FILLED); a page whose
+ * generation moved on is left alone.
+ */
 static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_t *gen,
-		   unsigned int to)
+		   unsigned int to, bool final_too)
 {
 	for (size_t o = off, i = 0; o < off + len; o += r->page, i++) {
 		uint32_t old = __atomic_load_n(word(r, o), __ATOMIC_ACQUIRE);
 
-		while (GEN(old) == gen[i] && PS(old) != UFFDM_PAGE_FILLED &&
-		       PS(old) != UFFDM_PAGE_FAILED && PS(old) != UFFDM_PAGE_EMPTY &&
+		while (GEN(old) == gen[i] && PS(old) != to && PS(old) != UFFDM_PAGE_EMPTY &&
+		       (final_too || (PS(old) != UFFDM_PAGE_FILLED &&
+				      PS(old) != UFFDM_PAGE_FAILED)) &&
 		       !cas(word(r, o), &old, gen[i] | to))
 			;
 	}
 }
 
 /* An owned run is right in the backing view: map it, or fail it when that fails. */
+/*
+ * Filled before mapped: the content is final once the filler is done, and
+ * a thread woken by the CONTINUE then finds its page filled.  A message
+ * read in between maps the page itself (CONTINUE on a mapped page is
+ * EEXIST, which wakes).
+ */
 static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
 		      const uint32_t *gen, bool wp)
 {
-	int ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
+	int ret;
 
+	settle(r, off, len, gen, UFFDM_PAGE_FILLED, false);
+	ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
 	if (ret) {
 		fail_run(s, r, off, len, wp);
-		settle(r, off, len, gen, UFFDM_PAGE_FAILED);
+		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
 		return ret;
 	}
 	uffdm__count(s->t, C_RESOLVED, len / r->page);
-	settle(r, off, len, gen, UFFDM_PAGE_FILLED);
 	return 0;
 }
 
@@ -251,7 +264,7 @@ static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 	}
 	if (ret) {
 		fail_run(s, r, off, r->page, wp);
-		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED);
+		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED, false);
 		return;
 	}
 	finish_run(s, r, off, r->page, &gen, wp);
@@ -409,7 +422,7 @@ static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, siz
 	uffdm__count(s->t, C_COMPLETED, n);
 	if (err) {
 		fail_run(s, r, off, n * r->page, false);
-		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED);
+		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED, false);
 	} else {
 		ret = finish_run(s, r, off, n * r->page, gen, false);
 	}
@@ -533,6 +546,6 @@ void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
 		if (PS(old) != UFFDM_PAGE_DEFERRED || !cas(w, &old, gen | PS_COMPLETING))
 			continue;
 		fail_run(&s, r, o, r->page, false);
-		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED);
+		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
 	}
 }

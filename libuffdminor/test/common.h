@@ -43,7 +43,13 @@ void put_all(void);
 /* Track a descriptor opened by hand, so a skip frees it too. */
 struct uffdm *adopt_uffd(struct uffdm *u);
 
-/* The case's memory type, after skipping when the kernel cannot fault it. */
+/* The running kernel is at least major.minor. */
+int kernel_at_least(int major, int minor);
+/*
+ * The case's memory type, after skipping when the kernel cannot fault it;
+ * failing when it must (by version, on an architecture with
+ * HAVE_ARCH_USERFAULTFD_MINOR) but does not.
+ */
 const struct mem_case *need_case(void **state);
 /* Page size of the case's memory type (0 when unknown). */
 size_t case_page_size(const struct mem_case *mc);
@@ -98,8 +104,8 @@ int send_fds(int sock, const int *fds, unsigned int n, const void *data, size_t 
 /* Receives up to n descriptors (*got how many) and exactly len bytes. */
 int recv_fds(int sock, int *fds, unsigned int n, unsigned int *got, void *data, size_t len);
 /* Descriptors open in this process, and mappings: nothing half-made leaks. */
-unsigned int count_fds(void);
-unsigned int count_maps(void);
+unsigned int open_fd_count(void);
+unsigned int mapping_count(void);
 
 #endif
 

@@ -11,21 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "common.h"
-
-/* The running kernel is at least major.minor. */
-static bool kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int a = 0, b = 0;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
-		return false;
-	return a > major || (a == major && b >= minor);
-}
 
 static bool arch_has_move(void)
 {

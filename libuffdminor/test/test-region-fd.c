@@ -27,13 +27,13 @@ static int case_memfd(const struct mem_case *mc, size_t size)
 
 static void expect_refused(int fd, off_t off, size_t size, uintptr_t view, int err)
 {
-	unsigned int fds = count_fds(), maps = count_maps();
+	unsigned int fds = open_fd_count(), maps = mapping_count();
 	struct uffdm_region *r = NULL;
 
 	assert_int_equal(uffdm_region_from_fd(&r, fd, off, size, view, 0), err);
 	assert_null(r);
-	assert_int_equal(count_fds(), fds);
-	assert_int_equal(count_maps(), maps);
+	assert_int_equal(open_fd_count(), fds);
+	assert_int_equal(mapping_count(), maps);
 }
 
 static void test_region_fd_bad(void **state)
@@ -46,7 +46,7 @@ static void test_region_fd_bad(void **state)
 
 	put_region(make_region(mc, NPAGES));	/* skip on a short pool */
 	fd = case_memfd(mc, NPAGES * page);
-	count_maps();	/* let stdio make its buffers before we count */
+	mapping_count();	/* let stdio make its buffers before we count */
 	expect_refused(fd, 0, (NPAGES + 1) * page, view, -ERANGE);	/* file too short */
 	expect_refused(fd, (off_t)page, NPAGES * page, view, -ERANGE);
 	expect_refused(fd, 0, NPAGES * page, view + page / 2, -EINVAL);	/* view unaligned */
