@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,22 +74,33 @@ static void expect(void **state, const char *const *extra, int want, const char 
 		fail_msg("uffdm-vmm did not say \"%s\"", must_say);
 }
 
+/* 256 base pages; 32 huge pages (the guest reserves 192) */
+static bool huge(void **state)
+{
+	return !strcmp(*state, "hugetlb");
+}
+
 static void test_pager_serves(void **state)
 {
-	expect(state, (const char *const[]){ "--pages", "256", "--threads", "4", NULL }, 0,
-	       "256 read, 0 wrong, 0 vCPUs got SIGBUS");
+	const char *n = huge(state) ? "32" : "256";
+	char want[64];
+
+	snprintf(want, sizeof(want), "%s read, 0 wrong, 0 vCPUs got SIGBUS", n);
+	expect(state, (const char *const[]){ "--pages", n, "--threads", "4", NULL }, 0, want);
 }
 
 static void test_pager_killed(void **state)
 {
-	expect(state, (const char *const[]){ "--pages", "256", "--kill-after", "64", NULL }, 3,
+	expect(state, (const char *const[]){ "--pages", huge(state) ? "32" : "256",
+					      "--kill-after", huge(state) ? "8" : "64", NULL }, 3,
 	       "pager closed its socket (died)");
 }
 
 static void test_pager_stopped(void **state)
 {
-	expect(state, (const char *const[]){ "--pages", "256", "--stop-after", "64",
-					      "--stall-ms", "500", NULL }, 3,
+	expect(state, (const char *const[]){ "--pages", huge(state) ? "32" : "256",
+					      "--stop-after", huge(state) ? "8" : "64",
+					      "--stall-ms", "2000", NULL }, 3,
 	       "pager stopped answering");
 }
 
