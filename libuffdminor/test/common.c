@@ -393,60 +393,6 @@ void e2e_check(const struct mem_case *mc, struct e2e *e)
 	assert_true(e->stats.p99_ns <= e->stats.max_ns);
 }
 
-int send_fds(int sock, const int *fds, unsigned int n, const void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 8)] = { 0 };
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-
-	if (n > 8 || !len)
-		return -EINVAL;
-	if (n) {
-		msg.msg_control = cbuf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
-	}
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -EIO;
-}
-
-int recv_fds(int sock, int *fds, unsigned int n, unsigned int *got, void *data, size_t len)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 8)] = { 0 };
-	struct iovec iov = { .iov_base = data, .iov_len = len };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-
-	*got = 0;
-	if (r != (ssize_t)len)
-		return r < 0 ? -errno : -EPIPE;
-	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		unsigned int k;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (unsigned int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (unsigned int i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*got < n)
-				fds[(*got)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return 0;
-}
-
 static unsigned int count_lines(const char *path)
 {
 	unsigned int n = 0;

@@ -99,10 +99,6 @@ struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_reg
 /* Bit i of a tracker's bitmap. */
 bool bit_is_set(const uint8_t *bm, size_t i);
 
-/* SCM_RIGHTS over a Unix socket: n descriptors and a small payload. */
-int send_fds(int sock, const int *fds, unsigned int n, const void *data, size_t len);
-/* Receives up to n descriptors (*got how many) and exactly len bytes. */
-int recv_fds(int sock, int *fds, unsigned int n, unsigned int *got, void *data, size_t len);
 /* Descriptors open in this process, and mappings: nothing half-made leaks. */
 unsigned int open_fd_count(void);
 unsigned int mapping_count(void);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "wire.h"	/* examples/: SCM_RIGHTS */
 
 #define NPAGES 8
 
@@ -123,7 +124,7 @@ static int vmm(int sock, enum uffdm_backing b, size_t page, unsigned int flags)
 	fds[2] = flags & VMM_SEND_SIGBUS ? uffdm_sigbus_fd(u) : -1;
 	l = (struct layout){ (uintptr_t)uffdm_region_view(r), NPAGES * page,
 			     flags & VMM_SEND_SIGBUS ? 3 : 2 };
-	if (fds[l.nfds - 1] < 0 || send_fds(sock, fds, l.nfds, &l, sizeof(l)))
+	if (fds[l.nfds - 1] < 0 || wire_send(sock, fds, l.nfds, &l, sizeof(l)))
 		return 11;
 	if (read(sock, &go, 1) != 1 || go != 'g')
 		return 0;	/* the pager gave up: nothing to touch */
@@ -161,19 +162,18 @@ struct pager {
 	int sigbus_fd;
 };
 
-static void pager_open(struct pager *pg, int sock)
+static void pager_open(struct pager *pg, int sock, unsigned int nfds)
 {
 	struct layout l;
-	unsigned int got;
 	int fds[3];
 
-	assert_int_equal(recv_fds(sock, fds, 3, &got, &l, sizeof(l)), 0);
-	assert_int_equal(got, l.nfds);
+	assert_int_equal(wire_recv(sock, fds, nfds, &l, sizeof(l)), 0);
+	assert_int_equal(nfds, l.nfds);
 	assert_int_equal(uffdm_adopt(&pg->u, fds[0], 0, 0), 0);
 	adopt_uffd(pg->u);
 	assert_int_equal(uffdm_region_from_fd(&pg->r, fds[1], 0, l.size, l.view, 0), 0);
 	close(fds[1]);	/* the region holds its own */
-	pg->sigbus_fd = got == 3 ? fds[2] : -1;
+	pg->sigbus_fd = nfds == 3 ? fds[2] : -1;
 }
 
 static int stamp(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
@@ -223,7 +223,7 @@ static void test_adopt_foreign(void **state)
 	int sock, status;
 	pid_t pid = fork_vmm(mc, 0, &sock);
 
-	pager_open(&pg, sock);
+	pager_open(&pg, sock, 2);
 	assert_ptr_equal(uffdm_region_size(pg.r), NPAGES * case_page_size(mc));
 	serve(&pg, sock, stamp, 0, &st);
 	status = wait_vmm(pid);
@@ -245,7 +245,7 @@ static void test_adopt_foreign_sigbus(void **state)
 	int sock, status;
 	pid_t pid = fork_vmm(mc, VMM_SEND_SIGBUS, &sock);
 
-	pager_open(&pg, sock);
+	pager_open(&pg, sock, 3);
 	assert_true(pg.sigbus_fd >= 0);
 	assert_int_equal(uffdm_sigbus_adopt(pg.u, pg.sigbus_fd), 0);
 	assert_int_equal(uffdm_sigbus_adopt(pg.u, pg.sigbus_fd), -EBUSY);
@@ -271,7 +271,7 @@ static void test_adopt_foreign_no_sigbus(void **state)
 	int sock, status;
 	pid_t pid = fork_vmm(mc, 0, &sock);
 
-	pager_open(&pg, sock);
+	pager_open(&pg, sock, 2);
 	assert_int_equal(uffdm_sigbus_fd(pg.u), -EOPNOTSUPP);
 	assert_int_equal(uffdm_handler_start(&h, pg.u, pg.r, &cfg), -EOPNOTSUPP);
 	assert_null(h);
