@@ -27,15 +27,6 @@ struct pager {
 	struct uffdm_handler *h;
 };
 
-static int fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
-{
-	size_t page = uffdm_region_page_size(r);
-
-	(void)arg; (void)ev;
-	snapshot_page((char *)uffdm_region_backing(r) + off, page, off / page);
-	return 0;
-}
-
 static int die(const char *what, int err)
 {
 	fprintf(stderr, "uffdm-pager: %s: %s\n", what, strerror(-err));
@@ -83,7 +74,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ 0 },
 	};
-	struct uffdm_handler_config cfg = { .threads = 2, .fault = fill };
+	struct uffdm_handler_config cfg = { .threads = 2, .fault = snapshot_fill };
 	struct pager pg = { 0 };
 	struct uffdm_stats st;
 	int sock = -1, c, ret;

@@ -199,15 +199,6 @@ static void *vcpu_run(void *arg)
 	return NULL;
 }
 
-static int fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
-{
-	size_t page = uffdm_region_page_size(r);
-
-	(void)arg; (void)ev;
-	snapshot_page((char *)uffdm_region_backing(r) + off, page, off / page);
-	return 0;
-}
-
 static int skip_or_fail(const char *what, int err)
 {
 	char why[512] = "";
@@ -299,7 +290,7 @@ static int start_pager(struct vm *vm)
 
 static int start_serving(struct vm *vm)
 {
-	struct uffdm_handler_config cfg = { .threads = 2, .fault = fill };
+	struct uffdm_handler_config cfg = { .threads = 2, .fault = snapshot_fill };
 	int ret;
 
 	if (!vm->o->in_process)

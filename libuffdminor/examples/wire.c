@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "uffdminor.h"
 #include "wire.h"
 
 #define WIRE_MAX_FDS 8
@@ -79,4 +80,13 @@ int snapshot_check(const void *page, size_t len, size_t i)
 	const uint64_t *w = page;
 
 	return w[0] == (0x534e415000000000ull | i) && w[len / sizeof(*w) - 1] == ~(uint64_t)i;
+}
+
+int snapshot_fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	size_t page = uffdm_region_page_size(r);
+
+	(void)arg; (void)ev;
+	snapshot_page((char *)uffdm_region_backing(r) + off, page, off / page);
+	return 0;
 }

@@ -36,4 +36,9 @@ int wire_recv(int sock, int *fds, unsigned int n, void *data, size_t len);
 void snapshot_page(void *page, size_t len, size_t i);
 int snapshot_check(const void *page, size_t len, size_t i);
 
+struct uffdm_region;
+struct uffdm_event;
+/* The fault callback both use: the page from the snapshot, through the backing view. */
+int snapshot_fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev);
+
 #endif
