@@ -229,21 +229,37 @@ static int poison_holes(struct uffdm *u, char *p, size_t len, size_t page)
 	return 0;
 }
 
+static int move_run(struct uffdm *u, struct uffdm *s, void *addr, size_t len)
+{
+	int ret = uffdm_range_unregister(u, addr, len);
+
+	return ret ? ret : uffdm_range_register(s, addr, len, UFFDM_REGISTER_MISSING, NULL);
+}
+
 /*
  * Move the range to the SIGBUS descriptor: between the two ioctls a fault
- * on an unregistered page is served from the page cache; see uffdm_range_fail(3).
+ * on an unregistered page is served from the page cache; see
+ * uffdm_range_fail(3).  Pages a handler failed already are registered
+ * there, and since 6.x neither descriptor takes a range spanning both
+ * contexts (EINVAL, EBUSY): then page by page, each ending on s.
  */
-static int move_to_sigbus(struct uffdm *u, void *addr, size_t len)
+static int move_to_sigbus(struct uffdm *u, void *addr, size_t len, size_t page)
 {
 	struct uffdm *s;
 	int ret = uffdm__sigbus(u, &s);
 
 	if (ret)
 		return ret;
-	ret = uffdm_range_unregister(u, addr, len);
-	if (ret)
+	ret = move_run(u, s, addr, len);
+	if (ret != -EINVAL && ret != -EBUSY)
 		return ret;
-	return uffdm_range_register(s, addr, len, UFFDM_REGISTER_MISSING, NULL);
+	ret = 0;
+	for (char *p = addr; p < (char *)addr + len; p += page) {
+		uffdm_range_unregister(u, p, page);	/* EINVAL: s has it already */
+		if (uffdm_range_register(s, p, page, UFFDM_REGISTER_MISSING, NULL) && !ret)
+			ret = -EIO;
+	}
+	return ret;
 }
 
 /*
@@ -265,7 +281,7 @@ int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsig
 	if (!(flags & UFFDM_FAIL_SIGBUS_FD) && (u->avail & UFFD_FEATURE_POISON))
 		ret = poison_holes(u, addr, len, page);
 	if (ret)
-		ret = move_to_sigbus(u, addr, len);
+		ret = move_to_sigbus(u, addr, len, page);
 	woke = uffdm_wake(u, addr, len);
 	return ret ? ret : woke;
 }

@@ -116,6 +116,20 @@ static int last_close(void *arg)
 	return s.seen == STALE ? 0 : 12;
 }
 
+static int fail_one(struct uffdm *u, char *p, size_t page)
+{
+	int fd = uffdm_sigbus_fd(u);
+	struct uffdm *s;
+
+	if (fd < 0 || (fd = dup(fd)) < 0 || uffdm_adopt(&s, fd, UFFD_FEATURE_SIGBUS, 0))
+		return -1;
+	if (uffdm_range_unregister(u, p, page) ||
+	    uffdm_range_register(s, p, page, UFFDM_REGISTER_MISSING, NULL))
+		return -1;
+	uffdm_close(s);	/* a duplicate: the registration stays with the context */
+	return 0;
+}
+
 /*
  * Another reference open (the VMM's own) and nobody serving: asleep.
  * uffdm_range_fail then wakes it into SIGBUS, leaves the mapped page
@@ -137,6 +151,13 @@ static int fail_range(void *arg)
 		return 11;
 	if (sleep_on(&s, u, view + page))
 		return 12;
+	/*
+	 * On the descriptor path, page 2 was failed already (as a pager does:
+	 * moved to a duplicate of the SIGBUS descriptor): failing the whole
+	 * range over it must keep it failed.
+	 */
+	if ((rc->fail_flags & UFFDM_FAIL_SIGBUS_FD) && fail_one(u, view + 2 * page, page))
+		return 18;
 	nap_ms(200);
 	if (__atomic_load_n(&s.done, __ATOMIC_ACQUIRE))
 		return 13;	/* not asleep: the kernel changed */
