@@ -275,9 +275,10 @@ static int start_pager(struct vm *vm)
 	if (fds[WIRE_SIGBUS] < 0)
 		return skip_or_fail("the SIGBUS descriptor", fds[WIRE_SIGBUS]);
 	ret = wire_send(vm->sock, fds, WIRE_NFDS, &w, sizeof(w));
-	if (ret)
+	if (ret && ret != -EPIPE && ret != -ECONNRESET)
 		return skip_or_fail("sending the descriptors", ret);
-	if (read(vm->sock, &ready, 1) != 1 || ready != WIRE_READY) {
+	/* a pager gone before the send is one that did not start */
+	if (ret || read(vm->sock, &ready, 1) != 1 || ready != WIRE_READY) {
 		fprintf(stderr, "uffdm-vmm: the pager did not start (see its message)\n");
 		return 1;
 	}
