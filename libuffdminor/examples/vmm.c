@@ -17,7 +17,8 @@
  * sleeps for ever, and had it closed that reference the pager's death
  * would wake them into the page cache's stale content (test-release.c).
  * So the VMM keeps the reference and watches: when the socket reports the
- * pager gone, or a read has waited --stall-ms, it calls uffdm_range_fail,
+ * pager gone, or a read has waited --stall-ms with no read completing
+ * meanwhile, it calls uffdm_range_fail,
  * and every vCPU still waiting, or touching a page not yet served, gets
  * SIGBUS.  Pages already served stay.
  *
@@ -81,6 +82,7 @@ struct vm {
 	pthread_t watcher;
 	bool watching, finishing, lost;
 	size_t touched;
+	uint64_t progress_ns;		/* when a read last completed */
 	uint64_t *lat;			/* per page, ns; 0 = not read */
 	struct vcpu cpu[MAX_VCPUS];
 };
@@ -125,14 +127,20 @@ static void lose_pager(struct vm *vm, const char *why)
 		fprintf(stderr, "uffdm-vmm: uffdm_range_fail: %s\n", strerror(-ret));
 }
 
+/*
+ * Stopped, not slow: a read has waited the limit and no read at all has
+ * completed meanwhile.  A busy machine slows every fault; it does not
+ * stop them all.
+ */
 static bool stalled(struct vm *vm)
 {
 	uint64_t limit = (uint64_t)vm->o->stall_ms * 1000000ull, t = now_ns();
+	uint64_t last = __atomic_load_n(&vm->progress_ns, __ATOMIC_ACQUIRE);
 
 	for (unsigned int i = 0; i < vm->o->threads; i++) {
 		uint64_t s = __atomic_load_n(&vm->cpu[i].touch_ns, __ATOMIC_ACQUIRE);
 
-		if (s && t - s > limit)
+		if (s && t - s > limit && t - last > limit)
 			return true;
 	}
 	return false;
@@ -173,6 +181,7 @@ static void touch_one(struct vcpu *c, size_t i)
 	__atomic_store_n(&c->touch_ns, t0, __ATOMIC_RELEASE);
 	ok = snapshot_check(p, vm->page, i);
 	vm->lat[i] = now_ns() - t0;
+	__atomic_store_n(&vm->progress_ns, t0 + vm->lat[i], __ATOMIC_RELEASE);
 	__atomic_store_n(&c->touch_ns, 0, __ATOMIC_RELEASE);
 	c->bad += !ok;
 	if (__atomic_add_fetch(&vm->touched, 1, __ATOMIC_ACQ_REL) == vm->o->kill_after &&
