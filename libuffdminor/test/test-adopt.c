@@ -221,9 +221,11 @@ static void test_adopt_foreign(void **state)
 	struct pager pg;
 	struct uffdm_stats st;
 	int sock, status;
-	pid_t pid = fork_vmm(mc, 0, &sock);
+	pid_t pid = fork_vmm(mc, VMM_SEND_SIGBUS, &sock);
 
-	pager_open(&pg, sock, 2);
+	/* without POISON (before 6.6) the handler needs the VMM's SIGBUS descriptor */
+	pager_open(&pg, sock, 3);
+	assert_int_equal(uffdm_sigbus_adopt(pg.u, pg.sigbus_fd), 0);
 	assert_ptr_equal(uffdm_region_size(pg.r), NPAGES * case_page_size(mc));
 	serve(&pg, sock, stamp, 0, &st);
 	status = wait_vmm(pid);
