@@ -243,6 +243,19 @@ struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds
 	return res;
 }
 
+void expect_child_sigbus(const struct mem_case *mc, size_t npages, int (*fn)(void *), void *arg)
+{
+	struct child_result res;
+
+	put_region(make_region(mc, npages));	/* skip on an empty pool */
+	res = run_child(fn, arg, 20);
+	if (res.signal == SIGALRM)
+		fail_msg("faulting thread hung: the watchdog fired");
+	if (res.exited)
+		fail_msg("child exited with status %d instead of dying of SIGBUS", res.status);
+	assert_int_equal(res.signal, SIGBUS);
+}
+
 int drop_privileges(void)
 {
 	if (geteuid() != 0)

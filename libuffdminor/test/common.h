@@ -73,6 +73,12 @@ struct child_result {
 };
 struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds);
 
+/*
+ * fn in a child (after a skip check for npages of mc): it must die of
+ * SIGBUS, not hang (20 s watchdog) and not exit.
+ */
+void expect_child_sigbus(const struct mem_case *mc, size_t npages, int (*fn)(void *), void *arg);
+
 /* Drop to uid/gid 65534 (nobody) when root; 0 when done or not needed. */
 int drop_privileges(void);
 

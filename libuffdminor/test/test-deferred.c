@@ -261,15 +261,8 @@ static int fault_deferred(void *arg)
 static void expect_sigbus(const struct mem_case *mc, bool stop)
 {
 	struct die_case dc = { mc, stop };
-	struct child_result res;
 
-	put_region(make_region(mc, 1));	/* skip on an empty pool */
-	res = run_child(fault_deferred, &dc, 20);
-	if (res.signal == SIGALRM)
-		fail_msg("faulting thread hung: the watchdog fired");
-	if (res.exited)
-		fail_msg("child exited with status %d instead of dying of SIGBUS", res.status);
-	assert_int_equal(res.signal, SIGBUS);
+	expect_child_sigbus(mc, 1, fault_deferred, &dc);
 }
 
 static void test_complete_error(void **state)

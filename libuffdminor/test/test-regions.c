@@ -7,8 +7,10 @@
  * callback; it never touches another region's pages.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -75,6 +77,44 @@ static void test_many(void **state)
 		assert_int_equal(s.calls[i], npages);
 	assert_int_equal(st.outside, 0);
 	assert_int_equal(st.fills, (uint64_t)nreg * npages);
+	put_all();
+}
+
+static int later(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	(void)arg; (void)r; (void)off; (void)ev;
+	return UFFDM_FILL_LATER;
+}
+
+static void *touch_first(void *arg)
+{
+	static char seen;
+
+	seen = *(volatile char *)uffdm_region_view(arg);
+	return &seen;
+}
+
+/* A region with a deferred page cannot leave: -EBUSY, nothing changed. */
+static void test_remove_busy(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm *u = open_uffd(0, 0);
+	struct uffdm_region *r = registered_region(u, mc, 1, 0);
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = later };
+	struct uffdm_handler *h;
+	pthread_t pt;
+
+	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
+	assert_int_equal(pthread_create(&pt, NULL, touch_first, r), 0);
+	for (int i = 0; i < 20000 && uffdm_region_page_state(r, 0) != UFFDM_PAGE_DEFERRED; i++)
+		usleep(500);
+	assert_int_equal(uffdm_handler_region_remove(h, r), -EBUSY);
+	assert_ptr_equal(uffdm_region_handler(r), h);
+	assert_int_equal(uffdm_handler_complete(h, r, 0, uffdm_region_page_size(r), 0), 0);
+	pthread_join(pt, NULL);
+	assert_int_equal(uffdm_handler_region_remove(h, r), 0);
+	assert_null(uffdm_region_handler(r));
+	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
 	put_all();
 }
 
@@ -180,15 +220,8 @@ static int touch_outside(void *arg)
 static void expect_outside_sigbus(const struct mem_case *mc, unsigned int flags)
 {
 	struct fail_case fc = { mc, flags };
-	struct child_result res;
 
-	put_region(make_region(mc, 2));	/* skip on an empty pool */
-	res = run_child(touch_outside, &fc, 20);
-	if (res.signal == SIGALRM)
-		fail_msg("faulting thread hung: the watchdog fired");
-	if (res.exited)
-		fail_msg("child exited with status %d instead of dying of SIGBUS", res.status);
-	assert_int_equal(res.signal, SIGBUS);
+	expect_child_sigbus(mc, 2, touch_outside, &fc);
 }
 
 static void test_outside_fails(void **state)
@@ -206,6 +239,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		CROSS(test_many),
 		CROSS(test_busy),
+		CROSS(test_remove_busy),
 		CROSS(test_outside_event),
 		CROSS(test_outside_fails),
 		CROSS(test_outside_fails_sigbus_fd),
