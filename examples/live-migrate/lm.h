@@ -99,18 +99,10 @@ enum lm_track_kind {
 	LM_TRACK_END
 };
 
-struct lm_wp;
-
+/* The library's tracker (uffdm_tracker_start(3)), with lm's wire value of its kind. */
 struct lm_tracker {
 	enum lm_track_kind kind;
-	uint8_t *view;
-	size_t size, page;
-	struct uffdm *u;	/* PAGEMAP_SCAN: WP_ASYNC; uffd-wp: synchronous WP */
-	struct lm_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
-	int pagemap_fd;
-	int pagemap_err;	/* why pagemap_fd is -1 */
-	uint64_t *buf;
-	size_t buf_len;
+	struct uffdm_tracker *t;
 };
 
 const char *lm_track_name(unsigned int kind);
@@ -123,11 +115,6 @@ int lm_track_start(struct lm_tracker *t, unsigned int want, uint8_t *view, size_
 int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
 bool lm_track_needs_quiesce(const struct lm_tracker *t);
 void lm_track_stop(struct lm_tracker *t);
-
-/* track-wp.c: the uffd-wp kind, for track.c */
-int lm_wp_start(struct lm_tracker *t);
-int lm_wp_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
-void lm_wp_stop(struct lm_tracker *t);
 
 /* ---- options and report ------------------------------------------------ */
 

@@ -144,6 +144,12 @@ ssize_t uffdm_copy(struct uffdm *u, void *dst, const void *src, size_t len,
 		   unsigned int flags);
 ssize_t uffdm_zeropage(struct uffdm *u, void *addr, size_t len, unsigned int flags);
 int uffdm_wake(struct uffdm *u, void *addr, size_t len);
+/*
+ * 0.2: UFFDIO_MOVE (6.8+; -EOPNOTSUPP before): move src's pages to dst, a
+ * range registered for MISSING faults; anonymous private memory only.
+ */
+#define UFFDM_MOVE_ALLOW_SRC_HOLES	(1u << 2) /* a hole in src is skipped, not -ENOENT */
+ssize_t uffdm_move(struct uffdm *u, void *dst, void *src, size_t len, unsigned int flags);
 int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
 /*
  * CONTINUE until mapped and woken: EEXIST wakes, EAGAIN reads pending
@@ -152,6 +158,73 @@ int uffdm_writeprotect(struct uffdm *u, void *addr, size_t len, bool wp);
  */
 int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *spill,
 		  unsigned int spill_max, unsigned int *nspill);
+
+/* ---- another process's memory (0.2) ---------------------------------- */
+
+/*
+ * Take over fd, a userfaultfd made by another process (received over
+ * SCM_RIGHTS) or this one, with the features its creator negotiated;
+ * -EOPNOTSUPP if features are not among them, -EBADF if fd is not a
+ * userfaultfd.  On success uffdm_close() closes fd.  flags: 0.
+ */
+int uffdm_adopt(struct uffdm **out, int fd, uint64_t features, unsigned int flags);
+/* The UFFD_FEATURE_SIGBUS descriptor of u's mm (the failure path without POISON). */
+int uffdm_sigbus_adopt(struct uffdm *u, int fd);
+int uffdm_sigbus_fd(struct uffdm *u);
+/*
+ * Pages of the range not mapped now raise SIGBUS from here on, and their
+ * waiters are woken into it: what a VMM does when its page server is gone.
+ */
+#define UFFDM_FAIL_SIGBUS_FD	(1u << 0) /* via the SIGBUS descriptor even with POISON */
+int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsigned int flags);
+/*
+ * A region over [offset, offset+size) of an existing memfd or hugetlbfs
+ * file (dup'ed), registered at view in the mm the userfaultfd serves;
+ * only the backing view is mapped here (uffdm_region_view() is NULL,
+ * uffdm_region_addr() is view).  flags: 0.
+ */
+int uffdm_region_from_fd(struct uffdm_region **out, int fd, off_t offset, size_t size,
+			 uintptr_t view, unsigned int flags);
+/* Where the registered view is, in the mm the descriptor serves (any region). */
+uintptr_t uffdm_region_addr(const struct uffdm_region *r);
+off_t uffdm_region_offset(const struct uffdm_region *r);
+
+/* ---- dirty tracking (0.2) ------------------------------------------- */
+
+/*
+ * Which pages of a mapping were written since the last look, by the best
+ * mechanism the kernel offers (UFFDM_TRACK_AUTO), or by the one asked for.
+ * See uffdm_tracker_start(3).
+ */
+enum uffdm_track_kind {
+	UFFDM_TRACK_AUTO = 0,		/* the first of the next three that starts, else NONE */
+	UFFDM_TRACK_PAGEMAP_SCAN,	/* PAGEMAP_SCAN + UFFD_FEATURE_WP_ASYNC (6.7+) */
+	UFFDM_TRACK_SOFT_DIRTY,		/* /proc/self/pagemap soft-dirty bit + clear_refs */
+	UFFDM_TRACK_UFFD_WP,		/* synchronous uffd-wp faults (5.19+ on shmem/hugetlb) */
+	UFFDM_TRACK_NONE,		/* every page is dirty in every round */
+};
+
+struct uffdm_tracker;
+
+#define UFFDM_TRACK_LAST	(1u << 0) /* the last collection: do not re-arm */
+
+/* "auto", "pagemap-scan", "soft-dirty", "uffd-wp", "none"; NULL for an unknown kind. */
+const char *uffdm_track_name(enum uffdm_track_kind kind);
+/* The kind of a name uffdm_track_name() gives, or -EINVAL. */
+int uffdm_track_parse(const char *name);
+/* Tracks [addr, addr+len) of this process, in pages of page bytes.  flags: 0. */
+int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, void *addr,
+			size_t len, size_t page, unsigned int flags);
+/* What was chosen (never AUTO). */
+enum uffdm_track_kind uffdm_tracker_kind(const struct uffdm_tracker *t);
+/* Writers must be paused around uffdm_tracker_collect() (soft-dirty, uffd-wp). */
+bool uffdm_tracker_needs_quiesce(const struct uffdm_tracker *t);
+/*
+ * Sets bit i (bitmap[i / 8] & 1 << i % 8) of every page i written since the
+ * last call (or the start), leaving other bits alone, and re-arms.
+ */
+int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int flags);
+void uffdm_tracker_stop(struct uffdm_tracker *t);
 
 /* ---- handler -------------------------------------------------------- */
 

@@ -138,9 +138,15 @@ static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 {
 	uint64_t feat = UFFD_FEATURE_SIGBUS | (h->u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 
-	if (r->sigbus || !uffdm__region_local(r))
+	int ret;
+
+	if (r->sigbus)
 		return 0;
-	return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
+	if (uffdm__region_local(r))
+		return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
+	/* another mm's view: a descriptor of that mm, or nothing fails it but POISON */
+	ret = uffdm__sigbus_open(h->u, feat, &r->sigbus);
+	return !ret && !r->sigbus && !h->poison ? -EOPNOTSUPP : ret;
 }
 
 int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
@@ -368,7 +374,8 @@ static int prepare(struct uffdm_handler *h)
 		    (h->u->avail & UFFD_FEATURE_POISON);
 	if (h->poison)
 		return 0;
-	return uffdm_open(&h->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS);
+	/* in u's mm: an adopted u's is a duplicate of the one it brought */
+	return uffdm__sigbus_open(h->u, UFFD_FEATURE_SIGBUS, &h->sigbus);
 }
 
 static void handler_free(struct uffdm_handler *h)

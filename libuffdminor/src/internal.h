@@ -14,6 +14,9 @@ struct uffdm {
 	uint64_t avail;		/* what the kernel offers, from the probe */
 	bool nonblock;		/* O_NONBLOCK is set: a read can be tried blind */
 	bool served;		/* a handler reads it (handler.c): one at a time */
+	/* adopt.c */
+	bool adopted;		/* from uffdm_adopt: its mm may be another process's */
+	struct uffdm *sigbus;	/* UFFD_FEATURE_SIGBUS descriptor in the same mm, or NULL */
 };
 
 struct uffdm_region {
@@ -23,6 +26,7 @@ struct uffdm_region {
 	size_t page;
 	void *view;		/* registered: faults happen here (NULL if not in this mm) */
 	void *backing_view;	/* never registered: pages are made right here */
+	off_t offset;		/* of the region in fd (region-fd.c; 0 for uffdm_region_create) */
 	/*
 	 * The address of the registered view in the mm the descriptor serves:
 	 * (uintptr_t)view for uffdm_region_create(), the other process's view
@@ -65,6 +69,18 @@ void uffdm__region_fini_state(struct uffdm_region *r);
 /* open.c: a raw descriptor, as uffdm_open would get it, without UFFDIO_API */
 int uffdm__raw_open(unsigned int flags);
 int uffdm__api(int fd, uint64_t features, struct uffdio_api *api);
+
+/* region.c */
+void uffdm__region_free(struct uffdm_region *r);
+
+/* adopt.c: u's own failure-path descriptor (opened on first use unless adopted) */
+int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
+/*
+ * A SIGBUS descriptor of u's mm for the caller to own: a new one for a u
+ * this process opened, a duplicate of the one an adopted u brought, or
+ * NULL (and 0) when an adopted u brought none.
+ */
+int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);

@@ -220,6 +220,7 @@ void uffdm_close(struct uffdm *u)
 {
 	if (!u)
 		return;
+	uffdm_close(u->sigbus);
 	close(u->fd);
 	free(u);
 }

@@ -101,14 +101,14 @@ int uffdm_region_register(struct uffdm *u, struct uffdm_region *r, unsigned int 
 {
 	if (!r)
 		return -EINVAL;
-	return uffdm_range_register(u, r->view, r->size, flags, ioctls);
+	return uffdm_range_register(u, (void *)r->uaddr, r->size, flags, ioctls);
 }
 
 int uffdm_region_unregister(struct uffdm *u, struct uffdm_region *r)
 {
 	if (!r)
 		return -EINVAL;
-	return uffdm_range_unregister(u, r->view, r->size);
+	return uffdm_range_unregister(u, (void *)r->uaddr, r->size);
 }
 
 /*
@@ -422,4 +422,33 @@ int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *s
 			sched_yield();
 	}
 	return ret;
+}
+
+/*
+ * 0.2: UFFDIO_MOVE (6.8): resolve a MISSING fault by moving the source's
+ * pages into the faulting range instead of copying them.  Anonymous
+ * private memory only, both sides (the kernel says -EINVAL for shmem,
+ * hugetlbfs or a shared mapping); the source is left a hole.
+ */
+ssize_t uffdm_move(struct uffdm *u, void *dst, void *src, size_t len, unsigned int flags)
+{
+	struct uffdio_move m = { 0 };
+	int ret = check_call(u, dst, len);
+
+	if (ret)
+		return ret;
+	if (!src || (flags & ~(UFFDM_DONTWAKE | UFFDM_MOVE_ALLOW_SRC_HOLES)))
+		return -EINVAL;
+	/* 6.7 and older take request 5 for nothing: -EINVAL, unhelpfully */
+	if (!(u->avail & UFFD_FEATURE_MOVE))
+		return -EOPNOTSUPP;
+	m.dst = (uintptr_t)dst;
+	m.src = (uintptr_t)src;
+	m.len = len;
+	if (flags & UFFDM_DONTWAKE)
+		m.mode |= UFFDIO_MOVE_MODE_DONTWAKE;
+	if (flags & UFFDM_MOVE_ALLOW_SRC_HOLES)
+		m.mode |= UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES;
+	ret = uffd_ioctl(u, UFFDIO_MOVE, &m);
+	return done_or_error(ret, m.move);
 }

@@ -81,7 +81,7 @@ void uffdm__region_fini_state(struct uffdm_region *r)
 	r->sigbus = NULL;
 }
 
-static void region_free(struct uffdm_region *r)
+void uffdm__region_free(struct uffdm_region *r)
 {
 	uffdm__region_fini_state(r);
 	if (r->view && r->view != MAP_FAILED)
@@ -136,21 +136,21 @@ int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, s
 		goto fail;
 	ret = uffdm__region_init_state(r, (uintptr_t)r->view);
 	if (ret) {
-		region_free(r);
+		uffdm__region_free(r);
 		return ret;
 	}
 	*out = r;
 	return 0;
 fail:
 	ret = -errno;
-	region_free(r);
+	uffdm__region_free(r);
 	return ret;
 }
 
 void uffdm_region_destroy(struct uffdm_region *r)
 {
 	if (r)
-		region_free(r);
+		uffdm__region_free(r);
 }
 
 void *uffdm_region_view(const struct uffdm_region *r)
@@ -227,7 +227,7 @@ static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
 	pthread_mutex_lock(&r->zap_lock);
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		advance_generation(r, off, len);
-	ret = fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+	ret = fallocate(r->fd, mode, r->offset + (off_t)off, (off_t)len) < 0 ? -errno : 0;
 	pthread_mutex_unlock(&r->zap_lock);
 	return ret;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include <errno.h>
+#include <dirent.h>
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,4 +404,85 @@ void e2e_check(const struct mem_case *mc, struct e2e *e)
 	assert_int_equal(e->stats.failed, 0);
 	assert_true(e->stats.p50_ns <= e->stats.p99_ns);
 	assert_true(e->stats.p99_ns <= e->stats.max_ns);
+}
+
+static unsigned int count_lines(const char *path)
+{
+	unsigned int n = 0;
+	FILE *f = fopen(path, "re");
+	int c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+unsigned int open_fd_count(void)
+{
+	unsigned int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own descriptor */
+}
+
+unsigned int mapping_count(void)
+{
+	return count_lines("/proc/self/maps");
+}
+
+const struct track_case wp_shmem = { UFFDM_TRACK_UFFD_WP, &shmem_case };
+const struct track_case wp_hugetlb = { UFFDM_TRACK_UFFD_WP, &hugetlb_case };
+const struct track_case scan_shmem = { UFFDM_TRACK_PAGEMAP_SCAN, &shmem_case };
+const struct track_case scan_hugetlb = { UFFDM_TRACK_PAGEMAP_SCAN, &hugetlb_case };
+const struct track_case sd_shmem = { UFFDM_TRACK_SOFT_DIRTY, &shmem_case };
+const struct track_case sd_hugetlb = { UFFDM_TRACK_SOFT_DIRTY, &hugetlb_case };
+
+/* The feature bits a kind needs, 0 when only trying tells (soft-dirty). */
+static uint64_t kind_features(enum uffdm_track_kind k)
+{
+	switch (k) {
+	case UFFDM_TRACK_UFFD_WP:
+		return UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+	case UFFDM_TRACK_PAGEMAP_SCAN:
+		return UFFD_FEATURE_WP_ASYNC;
+	default:
+		return 0;
+	}
+}
+
+struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_region *r)
+{
+	uint64_t need = kind_features(c->kind);
+	struct uffdm_probe p = probe();
+	struct uffdm_tracker *t = NULL;
+	int ret;
+
+	if (need && !uffdm_probe_has(&p, need))
+		SKIP_BECAUSE("the kernel lacks %s tracking on %s (feature 0x%llx)",
+			     uffdm_track_name(c->kind), c->mc->name, (unsigned long long)need);
+	ret = uffdm_tracker_start(&t, c->kind, uffdm_region_view(r), uffdm_region_size(r),
+				  uffdm_region_page_size(r), 0);
+	if (!need && ret == -EOPNOTSUPP)
+		SKIP_BECAUSE("%s tracking does not work on %s here (%s)",
+			     uffdm_track_name(c->kind), c->mc->name,
+			     c->mc->backing == UFFDM_SHMEM ? "kernel without CONFIG_MEM_SOFT_DIRTY" :
+			     "hugetlbfs pages show no soft-dirty bit in pagemap");
+	if (ret)
+		fail_msg("%s on %s: %s", uffdm_track_name(c->kind), c->mc->name, strerror(-ret));
+	assert_int_equal(uffdm_tracker_kind(t), c->kind);
+	return t;
+}
+
+bool bit_is_set(const uint8_t *bm, size_t i)
+{
+	return bm[i / 8] & (1u << (i % 8));
 }

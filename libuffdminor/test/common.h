@@ -10,6 +10,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -80,6 +81,33 @@ void expect_child_sigbus(const struct mem_case *mc, size_t npages, int (*fn)(voi
 
 /* Drop to uid/gid 65534 (nobody) when root; 0 when done or not needed. */
 int drop_privileges(void);
+
+/* Dirty tracking rows: each forced kind x memory type. */
+struct track_case {
+	enum uffdm_track_kind kind;
+	const struct mem_case *mc;
+};
+
+extern const struct track_case wp_shmem, wp_hugetlb, scan_shmem, scan_hugetlb,
+	sd_shmem, sd_hugetlb;
+
+#define TRACK_ROW(fn, c) { #fn "/" #c, fn, NULL, NULL, (void *)&c }
+#define TRACK_ROWS(fn) \
+	TRACK_ROW(fn, scan_shmem), TRACK_ROW(fn, scan_hugetlb), \
+	TRACK_ROW(fn, sd_shmem), TRACK_ROW(fn, sd_hugetlb), \
+	TRACK_ROW(fn, wp_shmem), TRACK_ROW(fn, wp_hugetlb)
+
+/*
+ * The kind started on r's view, or skip where the kernel says it lacks it
+ * (a kind whose feature the kernel claims must start: a failure fails).
+ */
+struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_region *r);
+/* Bit i of a tracker's bitmap. */
+bool bit_is_set(const uint8_t *bm, size_t i);
+
+/* Descriptors open in this process, and mappings: nothing half-made leaks. */
+unsigned int open_fd_count(void);
+unsigned int mapping_count(void);
 
 #endif
 

@@ -9,19 +9,20 @@
  * the protection of that page, which wakes the writer.  Later writes to the
  * page in the same round cost nothing.
  *
- * Not libuffdminor's handler: it lifts the protection after its callback
+ * Not the library's fault handler: it lifts the protection after its callback
  * returns, outside any lock of ours, and collect needs the bit and the
- * lifting to be one step (see lm_wp_collect).
+ * lifting to be one step (see uffdm__wp_collect).
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
-#include "lm.h"
+#include "track.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22	/* 5.14; the feature we need is 5.19 */
@@ -29,7 +30,7 @@
 
 #define WP_BATCH 64
 
-struct lm_wp {
+struct track_wp {
 	pthread_t tid;
 	bool running;
 	pthread_mutex_t lock;	/* a fault's bit + unprotect vs collect's take + protect */
@@ -43,7 +44,7 @@ struct lm_wp {
  * event (fork, mremap, remove, unmap) is unread, and this descriptor asks
  * for none of them.
  */
-static int protect(struct lm_tracker *t, uint8_t *addr, size_t len, bool wp)
+static int protect(struct uffdm_tracker *t, uint8_t *addr, size_t len, bool wp)
 {
 	return uffdm_writeprotect(t->u, addr, len, wp);
 }
@@ -52,16 +53,16 @@ static int protect(struct lm_tracker *t, uint8_t *addr, size_t len, bool wp)
  * The bit before the unprotect, both under the lock: a page is writable
  * without a fault only while its bit is set in the bitmap collect will take.
  */
-static void wp_fault(struct lm_tracker *t, uint64_t addr)
+static void wp_fault(struct uffdm_tracker *t, uint64_t addr)
 {
-	struct lm_wp *w = t->wp;
+	struct track_wp *w = t->wp;
 	uint64_t off = addr - (uintptr_t)t->view;
 	int ret;
 
 	if (addr < (uintptr_t)t->view || off >= t->size)
 		return;
 	pthread_mutex_lock(&w->lock);
-	bit_set(w->bits, off / t->page);
+	track_bit_set(w->bits, off / t->page);
 	ret = protect(t, t->view + off / t->page * t->page, t->page, false);
 	if (ret && !w->err)
 		w->err = ret;
@@ -70,7 +71,7 @@ static void wp_fault(struct lm_tracker *t, uint64_t addr)
 
 static void *wp_thread(void *arg)
 {
-	struct lm_tracker *t = arg;
+	struct uffdm_tracker *t = arg;
 	struct uffdm_event ev[WP_BATCH];
 	struct pollfd pfd[2] = {
 		{ .fd = uffdm_fd(t->u), .events = POLLIN },
@@ -96,33 +97,33 @@ static void *wp_thread(void *arg)
 
 /*
  * A page with no pte may stay writable after UFFDIO_WRITEPROTECT: only 6.4's
- * UFFD_FEATURE_WP_UNPOPULATED promises otherwise.  lm formats its memory
- * before tracking, but map every page anyway, so no kernel has a hole to skip.
+ * UFFD_FEATURE_WP_UNPOPULATED promises otherwise.  a caller may not have
+ * written its memory before tracking: map every page anyway, so no kernel has a hole to skip.
  */
-static int populate(struct lm_tracker *t)
+static int populate(struct uffdm_tracker *t)
 {
 	return madvise(t->view, t->size, MADV_POPULATE_READ) ? -errno : 0;
 }
 
 /* Does a write to a protected page reach our thread?  It must, or nothing will. */
-static int self_test(struct lm_tracker *t)
+static int self_test(struct uffdm_tracker *t)
 {
-	struct lm_wp *w = t->wp;
+	struct track_wp *w = t->wp;
 	bool seen;
 	int ret;
 
-	lm_write_same(t->view + 64);	/* the first record may be in use */
+	track_write_same(t->view + 64);	/* the first record may be in use */
 	pthread_mutex_lock(&w->lock);
-	seen = bit_get(w->bits, 0);
-	memset(w->bits, 0, (t->size / t->page + 7) / 8);
+	seen = track_bit_get(w->bits, 0);
+	memset(w->bits, 0, track_bitmap_len(t));
 	ret = w->err ? w->err : protect(t, t->view, t->page, true);
 	pthread_mutex_unlock(&w->lock);
 	return ret ? ret : seen ? 0 : -EOPNOTSUPP;
 }
 
-static int wp_alloc(struct lm_tracker *t)
+static int wp_alloc(struct uffdm_tracker *t)
 {
-	struct lm_wp *w = calloc(1, sizeof(*w));
+	struct track_wp *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return -ENOMEM;
@@ -131,11 +132,11 @@ static int wp_alloc(struct lm_tracker *t)
 	w->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (w->stop_fd < 0)
 		return -errno;
-	w->bits = calloc(1, (t->size / t->page + 7) / 8);
+	w->bits = calloc(1, track_bitmap_len(t));
 	return w->bits ? 0 : -ENOMEM;
 }
 
-static int wp_arm(struct lm_tracker *t)
+static int wp_arm(struct uffdm_tracker *t)
 {
 	int ret = uffdm_open(&t->u, UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 
@@ -154,7 +155,7 @@ static int wp_arm(struct lm_tracker *t)
 }
 
 /* The probe is the start: a kernel without the feature fails it here. */
-int lm_wp_start(struct lm_tracker *t)
+int uffdm__wp_start(struct uffdm_tracker *t)
 {
 	int ret = wp_alloc(t);
 
@@ -163,12 +164,12 @@ int lm_wp_start(struct lm_tracker *t)
 	if (!ret)
 		ret = self_test(t);
 	if (ret)
-		lm_wp_stop(t);
+		uffdm__wp_stop(t);
 	return ret;
 }
 
 /*
- * The caller has paused every writer (lm_track_needs_quiesce), which is
+ * The caller has paused every writer (uffdm_tracker_needs_quiesce), which is
  * what makes this race-free:
  *  - a writer parks only between writes, and a write that faulted finished
  *    only after its page's unprotect, which came after its bit: so every
@@ -182,10 +183,10 @@ int lm_wp_start(struct lm_tracker *t)
  *    fall after our protect while its bit fell before our take.
  * The last look protects nothing again: the writers never resume here.
  */
-int lm_wp_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
+int uffdm__wp_collect(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
 {
-	struct lm_wp *w = t->wp;
-	size_t n = (t->size / t->page + 7) / 8;
+	struct track_wp *w = t->wp;
+	size_t n = track_bitmap_len(t);
 	int ret;
 
 	pthread_mutex_lock(&w->lock);
@@ -203,9 +204,9 @@ int lm_wp_collect(struct lm_tracker *t, uint8_t *bitmap, bool last)
  * The thread first, so nothing lifts protection behind us; then lift it all,
  * which also wakes any writer still asleep on it (close would too).
  */
-void lm_wp_stop(struct lm_tracker *t)
+void uffdm__wp_stop(struct uffdm_tracker *t)
 {
-	struct lm_wp *w = t->wp;
+	struct track_wp *w = t->wp;
 	uint64_t one = 1;
 
 	if (!w)

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Descriptors made elsewhere: a userfaultfd received over SCM_RIGHTS (a
+ * page server in another process, as Firecracker and Cloud Hypervisor
+ * run theirs), its failure-path SIGBUS descriptor, and failing a whole
+ * range at once when the process serving it is gone.
+ *
+ * A userfaultfd serves the mm of the process that created it, whoever
+ * holds it: ioctls on an adopted descriptor act on that mm.  So its
+ * failure path must be a descriptor from that mm too; opening our own
+ * would register addresses of *our* mm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define UFFDM_ANON_NAME "anon_inode:[userfaultfd]"
+/* fs/userfaultfd.c: set in the context's features once UFFDIO_API is done */
+#define UFFDM_KERNEL_INITIALIZED (1u << 31)
+/* What UFFDIO_API answers in ioctls: the same on every kernel since 4.3 */
+#define UFFDM_API_IOCTLS ((1ull << _UFFDIO_REGISTER) | (1ull << _UFFDIO_UNREGISTER) | \
+			  (1ull << _UFFDIO_API))
+
+/* 1 for a userfaultfd, 0 for another file, or -errno (/proc not mounted). */
+static int is_userfaultfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -errno;
+	link[n] = '\0';
+	return strcmp(link, UFFDM_ANON_NAME) == 0;
+}
+
+/*
+ * The context's features as the kernel keeps them, from fdinfo's
+ * "API:\t<api>:<features>:<ioctls>" line (every kernel since 4.3).
+ */
+static int fdinfo_features(int fd, uint32_t *features)
+{
+	unsigned long long api, ioctls;
+	char path[64], line[256];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "API:\t%llx:%x:%llx", &api, features, &ioctls) == 3) {
+			ret = api == UFFD_API ? 0 : -EPROTO;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
+static int check_descriptor(int fd)
+{
+	int ret;
+
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	ret = is_userfaultfd(fd);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -EBADF;
+}
+
+/*
+ * The features the sender negotiated; when it never issued UFFDIO_API,
+ * issue it now (it cannot be repeated, so there is nothing to lose).
+ */
+static int adopt_features(int fd, uint64_t want, uint64_t *granted)
+{
+	struct uffdio_api api;
+	uint32_t kf;
+	int ret = fdinfo_features(fd, &kf);
+
+	if (ret)
+		return ret;
+	if (!(kf & UFFDM_KERNEL_INITIALIZED)) {
+		ret = uffdm__api(fd, want, &api);
+		if (ret)
+			return ret;
+		*granted = want;
+		return 0;
+	}
+	*granted = kf & ~UFFDM_KERNEL_INITIALIZED;
+	return (want & ~*granted) ? -EOPNOTSUPP : 0;
+}
+
+int uffdm_adopt(struct uffdm **out, int fd, uint64_t features, unsigned int flags)
+{
+	struct uffdm_probe p;
+	struct uffdm *u;
+	uint64_t granted;
+	int fl, ret;
+
+	if (!out || flags)
+		return -EINVAL;
+	ret = check_descriptor(fd);
+	if (ret)
+		return ret;
+	ret = uffdm_probe(&p);
+	if (ret)
+		return ret;
+	ret = adopt_features(fd, features, &granted);
+	if (ret)
+		return ret;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->fd = fd;
+	u->features = granted;
+	u->ioctls = UFFDM_API_IOCTLS;
+	u->avail = p.features;
+	u->nonblock = fl & O_NONBLOCK;
+	u->adopted = true;
+	*out = u;
+	return 0;
+}
+
+int uffdm_sigbus_adopt(struct uffdm *u, int fd)
+{
+	struct uffdm *s;
+	int ret;
+
+	if (!u || u->sigbus)
+		return u ? -EBUSY : -EINVAL;
+	ret = uffdm_adopt(&s, fd, UFFD_FEATURE_SIGBUS, 0);
+	if (ret)
+		return ret;
+	if (!__atomic_compare_exchange_n(&u->sigbus, &(struct uffdm *){ NULL }, s, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		free(s);	/* the fd stays the caller's */
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * Opened on first use, once per descriptor; an adopted descriptor serves
+ * another mm, where we cannot open one: it must have been adopted too.
+ */
+int uffdm__sigbus(struct uffdm *u, struct uffdm **out)
+{
+	struct uffdm *s = __atomic_load_n(&u->sigbus, __ATOMIC_ACQUIRE);
+	int ret;
+
+	if (!s && u->adopted)
+		return -EOPNOTSUPP;
+	if (!s) {
+		/* as the handler's own: WP on shmem and hugetlbfs needs its feature */
+		ret = uffdm_open(&s, u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS |
+				 (u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
+		if (ret)
+			return ret;
+		if (!__atomic_compare_exchange_n(&u->sigbus, &(struct uffdm *){ NULL }, s, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			uffdm_close(s);
+			s = __atomic_load_n(&u->sigbus, __ATOMIC_ACQUIRE);
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out)
+{
+	struct uffdm *s = __atomic_load_n(&u->sigbus, __ATOMIC_ACQUIRE);
+	int fd, ret;
+
+	*out = NULL;
+	if (!u->adopted)
+		return uffdm_open(out, u->flags & ~UFFDM_OPEN_NONBLOCK, features);
+	if (!s)
+		return 0;
+	fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = uffdm_adopt(out, fd, UFFD_FEATURE_SIGBUS, 0);
+	if (ret)
+		close(fd);
+	return ret;
+}
+
+int uffdm_sigbus_fd(struct uffdm *u)
+{
+	struct uffdm *s;
+	int ret;
+
+	if (!u)
+		return -EINVAL;
+	ret = uffdm__sigbus(u, &s);
+	return ret ? ret : s->fd;
+}
+
+/*
+ * Poison every page of the range not mapped yet; mapped ones answer EEXIST.
+ * Partial progress comes back as bytes; -EAGAIN (an unread event) is an
+ * error here: the caller falls back to the SIGBUS descriptor.
+ */
+static int poison_holes(struct uffdm *u, char *p, size_t len, size_t page)
+{
+	ssize_t done;
+
+	while (len) {
+		done = uffdm_poison(u, p, len, UFFDM_DONTWAKE);
+		if (done == -EEXIST)
+			done = (ssize_t)page;
+		if (done < 0)
+			return (int)done;
+		p += done;
+		len -= (size_t)done;
+	}
+	return 0;
+}
+
+static int move_run(struct uffdm *u, struct uffdm *s, void *addr, size_t len)
+{
+	int ret = uffdm_range_unregister(u, addr, len);
+
+	return ret ? ret : uffdm_range_register(s, addr, len, UFFDM_REGISTER_MISSING, NULL);
+}
+
+/*
+ * Move the range to the SIGBUS descriptor: between the two ioctls a fault
+ * on an unregistered page is served from the page cache; see
+ * uffdm_range_fail(3).  Pages a handler failed already are registered
+ * there, and since 6.x neither descriptor takes a range spanning both
+ * contexts (EINVAL, EBUSY): then page by page, each ending on s.
+ */
+static int move_to_sigbus(struct uffdm *u, void *addr, size_t len, size_t page)
+{
+	struct uffdm *s;
+	int ret = uffdm__sigbus(u, &s);
+
+	if (ret)
+		return ret;
+	ret = move_run(u, s, addr, len);
+	if (ret != -EINVAL && ret != -EBUSY)
+		return ret;
+	ret = 0;
+	for (char *p = addr; p < (char *)addr + len; p += page) {
+		uffdm_range_unregister(u, p, page);	/* EINVAL: s has it already */
+		if (uffdm_range_register(s, p, page, UFFDM_REGISTER_MISSING, NULL) && !ret)
+			ret = -EIO;
+	}
+	return ret;
+}
+
+/*
+ * Every page of [addr, addr+len) not mapped now faults with SIGBUS from
+ * here on, and every thread waiting on one is woken into that SIGBUS.
+ * The wake comes last whatever failed: a thread must never stay asleep.
+ */
+int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsigned int flags)
+{
+	int ret, woke;
+
+	if (!u || !page || (page & (page - 1)) || (uintptr_t)addr % page || len % page ||
+	    (flags & ~UFFDM_FAIL_SIGBUS_FD))
+		return -EINVAL;
+	ret = uffdm__check_range(addr, len);
+	if (ret)
+		return ret;
+	ret = -EOPNOTSUPP;
+	if (!(flags & UFFDM_FAIL_SIGBUS_FD) && (u->avail & UFFD_FEATURE_POISON))
+		ret = poison_holes(u, addr, len, page);
+	if (ret)
+		ret = move_to_sigbus(u, addr, len, page);
+	woke = uffdm_wake(u, addr, len);
+	return ret ? ret : woke;
+}
