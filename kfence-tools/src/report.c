@@ -381,13 +381,18 @@ static bool parse_track(struct kfr_track *t, const char *s, const char *verb)
 	return true;
 }
 
-/* "CPU: 0 PID: 31 Comm: kunit_try_catch Tainted: ..." */
+/*
+ * "CPU: 0 PID: 31 Comm: kunit_try_catch Tainted: ...", or since 6.11
+ * "CPU: 0 UID: 0 PID: 31 Comm: ..." (the taint flags then follow on a
+ * "Tainted:" line of their own).
+ */
 static bool parse_task(struct kfr_report *r, const char *s)
 {
 	int cpu, pid, used = 0;
 	const char *c;
 
-	if (sscanf(s, "CPU: %d PID: %d Comm: %n", &cpu, &pid, &used) != 2 || !used)
+	if ((sscanf(s, "CPU: %d PID: %d Comm: %n", &cpu, &pid, &used) != 2 || !used) &&
+	    (sscanf(s, "CPU: %d UID: %*u PID: %d Comm: %n", &cpu, &pid, &used) != 2 || !used))
 		return false;
 	r->cpu = cpu;
 	r->pid = pid;
