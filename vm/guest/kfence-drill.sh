@@ -11,6 +11,10 @@
 D=/sys/kernel/debug/kfence_drill
 KO=/lib/k513/modules/kfence_drill.ko
 IV=/sys/module/kfence/parameters/sample_interval
+STATS=/sys/kernel/debug/kfence/stats
+
+# KFENCE's own count of the bugs it reported
+total_bugs() { awk -F: '$1 == "total bugs" { print $2 + 0 }' $STATS; }
 
 # class:kind:access (- when the report names no access)
 CLASSES="oob_read:out-of-bounds:read oob_write:out-of-bounds:write
@@ -26,8 +30,9 @@ fi
 lsmod | grep -q '^kfence_drill ' || insmod "$KO" ||
 	{ echo "Bail out! insmod $KO failed"; exit 1; }
 
-echo "1..10"
+echo "1..11"
 n=0
+bugs0=$(total_bugs)
 # a collector, as a fleet would run it: reports must arrive as they happen
 kfence-report --kmsg --follow --brief >/tmp/kfd-follow.txt 2>&1 &
 follower=$!
@@ -37,6 +42,7 @@ for c in $CLASSES; do
 		echo "# fire $class failed: $(dmesg | grep kfence_drill | tail -n 1)"
 	fi
 done
+bugs1=$(total_bugs)
 kfence-report --kmsg --brief >/tmp/kfd-brief.txt
 kfence-report --kmsg --json >/tmp/kfd.json
 sed 's/^/# /' /tmp/kfd-brief.txt | grep drill_
@@ -75,6 +81,15 @@ if [ "$got" -eq 7 ]; then
 	echo "ok $n - kfence-report --kmsg --follow printed the 7 reports as they came"
 else
 	echo "not ok $n - kfence-report --kmsg --follow printed $got of 7 drill reports"
+fi
+
+# KFENCE's own counter agrees: one bug per class (fire fails with EIO when
+# the tracepoint it counts on saw no report).
+n=$((n + 1))
+if [ "$((bugs1 - bugs0))" -eq 7 ]; then
+	echo "ok $n - KFENCE's 'total bugs' counter grew by 7"
+else
+	echo "not ok $n - KFENCE's 'total bugs' counter grew by $((bugs1 - bugs0)), want 7"
 fi
 
 # With KFENCE sampling nothing, fire must give up and say so.

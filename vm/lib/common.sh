@@ -4,6 +4,7 @@
 # Environment:
 #   K513_CACHE   where kernel trees and builds are cached (outside the repo)
 #   K513_KERNEL  which linux-source tree to use: 6.1 (default) or 6.12
+#   K513_ARCH    the guest's architecture: x86_64 (default) or arm64
 #   K513_VARIANT a kernel variant: extra fragments from
 #                kernel-patches/config/variants/NAME/ (default: none)
 #   K513_BUILD   per-checkout outputs: initramfs, serial logs (default build/vm)
@@ -11,6 +12,7 @@
 K513_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 K513_CACHE=${K513_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k513}
 K513_KERNEL=${K513_KERNEL:-6.1}
+K513_ARCH=${K513_ARCH:-x86_64}
 K513_VARIANT=${K513_VARIANT:-}
 K513_BUILD=${K513_BUILD:-$K513_ROOT/build/vm}
 PROG=${PROG:-$(basename "$0")}
@@ -56,6 +58,107 @@ K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsy
 # Build-Depends themselves are read from debian/control.
 # shellcheck disable=SC2034
 K513_DEB_PACKAGES=(dpkg-dev debhelper lintian mmdebstrap)
+
+# The guest architectures: everything that differs between them is set here.
+K513_ARCHES="x86_64 arm64"
+# Refuse an unknown architecture; set, for the one chosen:
+#   KARCH          the kernel's ARCH= name
+#   CROSS_COMPILE  the toolchain prefix (empty for the host's own arch)
+#   IMAGE_TARGET   the make target that builds the bootable image, IMAGE_FILE
+#                  where it lands under arch/$KARCH/boot/
+#   QEMU QEMU_PKG  the system emulator and its Debian package
+#   QEMU_MACHINE   its machine and CPU options; GUEST_CONSOLE the console
+#   ELF_MACHINE    what readelf -h prints as "Machine:" for its programs
+#   GUEST_LIBDIR   the multiarch library directory in the guest
+#   CROSS_PACKAGES what a cross build needs on top of the kernel packages
+check_arch() {
+	case $K513_ARCH in
+	x86_64)
+		KARCH=x86 CROSS_COMPILE='' IMAGE_TARGET=bzImage IMAGE_FILE=bzImage
+		QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86
+		QEMU_MACHINE=(-cpu max) GUEST_CONSOLE=ttyS0
+		ELF_MACHINE='Advanced Micro Devices X86-64' GUEST_LIBDIR=x86_64-linux-gnu
+		CROSS_PACKAGES=() ;;
+	arm64)
+		# -M virt needs no firmware for -kernel; its PL011 is ttyAMA0
+		# and PSCI turns "reboot -f" into QEMU's exit.
+		KARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- IMAGE_TARGET=Image IMAGE_FILE=Image
+		QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm
+		QEMU_MACHINE=(-M virt -cpu max) GUEST_CONSOLE=ttyAMA0
+		ELF_MACHINE=AArch64 GUEST_LIBDIR=aarch64-linux-gnu
+		CROSS_PACKAGES=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu) ;;
+	aarch64) K513_ARCH=arm64; check_arch; return ;;
+	*) die "unknown architecture '$K513_ARCH': choose one of: $K513_ARCHES" ;;
+	esac
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	: "${KARCH}" "${CROSS_COMPILE}" "${IMAGE_TARGET}" "${IMAGE_FILE}" "${QEMU}" "${QEMU_PKG}" \
+		"${GUEST_CONSOLE}" "${ELF_MACHINE}" "${GUEST_LIBDIR}" "${QEMU_MACHINE[@]}" \
+		"${CROSS_PACKAGES[@]}"
+	export K513_ARCH
+}
+
+# Is this a cross build (the guest's arch is not the machine's)?
+is_cross() { [ "$K513_ARCH" != "$(uname -m | sed 's/^aarch64$/arm64/')" ]; }
+
+# The cmocka and busybox of a foreign architecture, from Debian's packages of
+# that architecture, unpacked (never installed: busybox-static:arm64 would
+# replace the host's) into a sysroot in the cache. Prints the sysroot.
+# apt runs with its own lists and status in the cache, so the host's dpkg
+# architectures and package state are left alone.
+K513_SYSROOT_PACKAGES=(busybox-static libcmocka0 libcmocka-dev)
+foreign_sysroot() {
+	local arch=$1 dir=$K513_CACHE/sysroot/$1 apt deb p
+	[ -e "$dir/.complete" ] && { echo "$dir/root"; return 0; }
+	[ "$(id -u)" -eq 0 ] ||
+		die "the $arch sysroot ($dir) is not there yet: run once as root to fetch" \
+			"${K513_SYSROOT_PACKAGES[*]} for $arch"
+	rm -rf "$dir"
+	mkdir -p "$dir/lists/partial" "$dir/archives/partial" "$dir/debs" "$dir/root"
+	: >"$dir/status"
+	apt=(apt-get -q -o "Dir::State::Lists=$dir/lists" -o "Dir::State::status=$dir/status"
+		-o "Dir::Cache=$dir" -o "Dir::Cache::archives=$dir/archives"
+		-o "APT::Architecture=$arch" -o "APT::Architectures::=$arch"
+		-o APT::Sandbox::User=root)
+	say "fetching ${K513_SYSROOT_PACKAGES[*]} for $arch into $dir"
+	"${apt[@]}" update >"$dir/apt.log" 2>&1 ||
+		die "apt-get update for $arch failed: $(tail -n 1 "$dir/apt.log") (log: $dir/apt.log)"
+	(cd "$dir/debs" && "${apt[@]}" download "${K513_SYSROOT_PACKAGES[@]/%/:$arch}") \
+		>>"$dir/apt.log" 2>&1 ||
+		die "apt-get download for $arch failed: $(tail -n 1 "$dir/apt.log") (log: $dir/apt.log)"
+	for p in "${K513_SYSROOT_PACKAGES[@]}"; do
+		deb=$(find "$dir/debs" -name "${p}_*_$arch.deb" | head -n 1)
+		[ -n "$deb" ] || die "apt-get download did not fetch $p:$arch (log: $dir/apt.log)"
+		dpkg-deb -x "$deb" "$dir/root"
+	done
+	rm -rf "$dir/lists" "$dir/archives"
+	touch "$dir/.complete"
+	echo "$dir/root"
+}
+
+# meson_setup DIR [OPTION...]: configure the project in DIR for the guest's
+# architecture (a cross file for a foreign one), reconfiguring an existing
+# build. A cross build runs no test on the host (no exe wrapper: qemu-user
+# has no userfaultfd); its tests run in the guest.
+meson_setup() {
+	local dir=$1 sysroot cross=()
+	shift
+	if is_cross; then
+		sysroot=$(foreign_sysroot "$K513_ARCH")
+		mkdir -p "$dir.cross"
+		cat >"$dir.cross/sysroot.ini" <<-EOF
+		# generated by vm/lib/common.sh: where the $K513_ARCH cmocka is
+		[properties]
+		sys_root = '$sysroot'
+		pkg_config_libdir = '$sysroot/usr/lib/$GUEST_LIBDIR/pkgconfig'
+		EOF
+		cross=(--cross-file "$K513_ROOT/vm/cross/$K513_ARCH.ini" --cross-file "$dir.cross/sysroot.ini")
+	fi
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$@" "${cross[@]}" "$dir" "$K513_ROOT" >/dev/null
+	else
+		meson setup "$@" "${cross[@]}" "$dir" "$K513_ROOT" >/dev/null
+	fi
+}
 
 # One kernel build or guest at a time on this machine: they each want every
 # core, and two guests would fight over the cache.
@@ -116,4 +219,24 @@ check_variant() {
 	esac
 	die "unknown kernel variant '$K513_VARIANT': choose one of: $(k513_variants)" \
 		"(fragments in kernel-patches/config/variants/NAME/)"
+}
+
+# A variant may name the trees it exists for in a file TREES in its
+# directory (one word each, e.g. "6.1"): refuse it on any other tree.
+check_variant_tree() {
+	local f=$K513_ROOT/kernel-patches/config/variants/$K513_VARIANT/TREES why
+	[ -n "$K513_VARIANT" ] && [ -f "$f" ] || return 0
+	grep -v '^#' "$f" | tr -s ' \t' '\n' | grep -qxF "$K513_KERNEL" && return 0
+	why=$(sed -n 's/^# *//p' "$f" | paste -sd' ' -)
+	die "the kernel variant '$K513_VARIANT' exists only for the trees" \
+		"$(grep -v '^#' "$f" | paste -sd' ' -), not $K513_KERNEL${why:+: $why}"
+}
+
+# The suffix that names a kernel's outputs in $K513_BUILD: empty for the
+# plain x86_64 6.1 kernel (serial-test.log), else e.g. -kasan, -arm64,
+# -6.12, -slab-arm64.
+leg_suffix() {
+	printf '%s' "${K513_VARIANT:+-$K513_VARIANT}"
+	[ "$K513_ARCH" = x86_64 ] || printf -- '-%s' "$K513_ARCH"
+	[ "$K513_KERNEL" = 6.1 ] || printf -- '-%s' "$K513_KERNEL"
 }

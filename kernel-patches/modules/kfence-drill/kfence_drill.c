@@ -14,10 +14,17 @@
  *   double_free           kfree() twice
  *
  * The write fails with -ETIMEDOUT when KFENCE hands out no object in time
- * (it is off, or its pool is full). Writing anything to "chance" commits a
- * use-after-free read on a single ordinary allocation, as a real bug would:
- * only KFENCE's sampling decides whether it is caught. "attempts" and
- * "hits" count those allocations and how many KFENCE owned.
+ * (it is off, or its pool is full), and with -EIO when the bug was
+ * committed but KFENCE reported nothing: a drill that "passes" without a
+ * report would hide a broken detector. Reports are counted on the
+ * error_report_end tracepoint, which KFENCE fires once per report, right
+ * after bumping its "total bugs" counter (that counter is not exported).
+ *
+ * Writing anything to "chance" commits a use-after-free read on a single
+ * ordinary allocation, as a real bug would: only KFENCE's sampling decides
+ * whether it is caught. "attempts" and "hits" count those allocations and
+ * how many KFENCE owned. On a KASAN kernel "chance" is refused
+ * (-EOPNOTSUPP): KASAN would report every miss of KFENCE's sampling.
  *
  * The bug-committing functions are noinline and named drill_*: report
  * titles name the first frame outside the allocator, and frame filters
@@ -36,10 +43,20 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <trace/events/error_report.h>
+
+#ifndef CONFIG_KFENCE
+#error "kfence_drill needs a kernel built with CONFIG_KFENCE=y"
+#endif
+#ifndef CONFIG_TRACEPOINTS
+#error "kfence_drill counts KFENCE reports on a tracepoint: it needs CONFIG_TRACEPOINTS=y"
+#endif
 
 /*
- * A kmalloc size that is a multiple of the cache alignment, so an object
- * placed at the right end of its page ends exactly at the guard page.
+ * The object size asked for. An object KFENCE places at the right end of
+ * its page need not end at the guard page: KFENCE aligns it to the cache's
+ * alignment (arm64 6.1 aligns kmalloc to 128 bytes), so the guard page is
+ * found from the page boundary, never from the size.
  */
 #define DRILL_SIZE 32
 
@@ -51,6 +68,14 @@ MODULE_PARM_DESC(timeout_ms,
 static struct dentry *drill_dir;
 static atomic_t chance_attempts = ATOMIC_INIT(0);
 static atomic_t chance_hits = ATOMIC_INIT(0);
+static atomic_long_t kfence_reports = ATOMIC_LONG_INIT(0);
+
+static void drill_count_report(void *data, enum error_detector detector,
+			       unsigned long id)
+{
+	if (detector == ERROR_DETECTOR_KFENCE)
+		atomic_long_inc(&kfence_reports);
+}
 
 static unsigned long drill_timeout(void)
 {
@@ -89,8 +114,10 @@ static noinline char *drill_get_object(void)
 }
 
 /*
- * KFENCE puts the object at a random end of its page; the guard page is
- * on the side where the object touches the page boundary.
+ * KFENCE puts the object at a random end of its page. A left-aligned
+ * object starts at the page boundary, so the byte before it is on the
+ * guard page; a right-aligned one ends at most one alignment unit before
+ * the next boundary, which is the first byte of the guard page.
  */
 static bool drill_left_aligned(const char *p)
 {
@@ -99,7 +126,9 @@ static bool drill_left_aligned(const char *p)
 
 static char *drill_guarded_byte(char *p)
 {
-	return drill_left_aligned(p) ? p - 1 : p + DRILL_SIZE;
+	if (drill_left_aligned(p))
+		return p - 1;
+	return (char *)PAGE_ALIGN((unsigned long)p + 1);
 }
 
 static char *drill_redzone_byte(char *p)
@@ -192,6 +221,7 @@ static ssize_t fire_write(struct file *file, const char __user *ubuf,
 			  size_t count, loff_t *ppos)
 {
 	const struct drill_class *class;
+	long before;
 	char name[32];
 	char *p;
 
@@ -207,16 +237,21 @@ static ssize_t fire_write(struct file *file, const char __user *ubuf,
 	p = drill_get_object();
 	if (IS_ERR(p))
 		return PTR_ERR(p);
+	before = atomic_long_read(&kfence_reports);
 	pr_info("committing %s on kfence object %p\n", class->name, p);
 	class->commit(p);
+	if (atomic_long_read(&kfence_reports) == before) {
+		pr_warn("%s was committed on a KFENCE object but KFENCE reported nothing\n",
+			class->name);
+		return -EIO;
+	}
 	return count;
 }
 
 static const struct file_operations fire_fops = {
 	.owner = THIS_MODULE,
-	.open = simple_open,
+	.open = nonseekable_open,
 	.write = fire_write,
-	.llseek = no_llseek,
 };
 
 static int classes_show(struct seq_file *m, void *v)
@@ -249,19 +284,30 @@ static noinline void drill_uaf_chance(void)
 static ssize_t chance_write(struct file *file, const char __user *ubuf,
 			    size_t count, loff_t *ppos)
 {
+	/* Every allocation KFENCE does not sample is one KASAN reports. */
+	if (IS_ENABLED(CONFIG_KASAN)) {
+		pr_warn_once("chance is refused on a KASAN kernel: KASAN reports every use-after-free KFENCE does not sample\n");
+		return -EOPNOTSUPP;
+	}
 	drill_uaf_chance();
 	return count;
 }
 
 static const struct file_operations chance_fops = {
 	.owner = THIS_MODULE,
-	.open = simple_open,
+	.open = nonseekable_open,
 	.write = chance_write,
-	.llseek = no_llseek,
 };
 
 static int __init kfence_drill_init(void)
 {
+	int ret;
+
+	ret = register_trace_error_report_end(drill_count_report, NULL);
+	if (ret) {
+		pr_err("cannot count KFENCE reports on error_report_end: %d\n", ret);
+		return ret;
+	}
 	drill_dir = debugfs_create_dir("kfence_drill", NULL);
 	debugfs_create_file("fire", 0200, drill_dir, NULL, &fire_fops);
 	debugfs_create_file("classes", 0444, drill_dir, NULL, &classes_fops);
@@ -274,6 +320,8 @@ static int __init kfence_drill_init(void)
 static void __exit kfence_drill_exit(void)
 {
 	debugfs_remove(drill_dir);
+	unregister_trace_error_report_end(drill_count_report, NULL);
+	tracepoint_synchronize_unregister();
 }
 
 module_init(kfence_drill_init);
