@@ -35,7 +35,7 @@ static void record(struct buf *b, uint8_t type, unsigned char tag, const char *n
 		.fh.handle_bytes = 8, .fh.handle_type = 1,
 	};
 	size_t start = b->len, nlen = name ? strlen(name) + 1 : 0;
-	struct fw_event_metadata *md;
+	uint32_t event_len;
 
 	memset(fh.h, tag, sizeof(fh.h));
 	b->len += sizeof(info);
@@ -47,8 +47,10 @@ static void record(struct buf *b, uint8_t type, unsigned char tag, const char *n
 	b->len = (b->len + 3) & ~(size_t)3;	/* the kernel pads records to 4 */
 	info.hdr.len = b->len - start;
 	memcpy(b->b + start, &info, sizeof(info));
-	md = (void *)(b->b + b->ev);
-	md->event_len = b->len - b->ev;
+	/* events may start 4-aligned, like the kernel's: no struct store there */
+	event_len = (uint32_t)(b->len - b->ev);
+	memcpy(b->b + b->ev + offsetof(struct fw_event_metadata, event_len), &event_len,
+	       sizeof(event_len));
 }
 
 static void several_records(void **state)
