@@ -28,6 +28,8 @@ enum { P_UNKNOWN, P_STALE, P_FRESH, P_MAPPING, P_MAPPED };
 struct dst {
 	const struct lm_opts *o;
 	struct lm_hello hello;
+	bool verify;		/* as HELLO says: the source hashes only then */
+	bool got_pages;
 	struct lm_switch sw;
 	struct lm_done done;
 	struct uffdm_region *r;
@@ -99,7 +101,7 @@ static void sample(struct dst *d, uint64_t i)
 
 static uint64_t page_hash(struct dst *d, const void *p)
 {
-	return d->o->verify ? lm_hash(p, d->page) : 0;
+	return d->verify ? lm_hash(p, d->page) : 0;
 }
 
 /* Fresh content for page i arrived (push or urgent answer). */
@@ -354,10 +356,7 @@ static int bad_frame(struct dst *d, const struct lm_frame *f, const char *phase)
 
 static void inject(const struct dst *d, const char *what)
 {
-	if (d->o->inject && !strcmp(d->o->inject, what)) {
-		fprintf(stderr, "lm: destination: injected death (%s)\n", what);
-		_exit(9);
-	}
+	lm_inject(d->o, "destination", what);
 }
 
 /* Until SWITCH: precopy (and stop-copy) pages into the backing view. */
@@ -373,11 +372,16 @@ static int receive_precopy(struct dst *d)
 				return bad_frame(d, &f, "before the switch-over");
 			take_precopy(d, &f);
 			inject(d, "die-precopy");
+			inject(d, "stop-precopy");
+			if (f.h.flags & LM_F_STOPCOPY)
+				inject(d, "stop-paused");
 			break;
 		case LM_ROUND:
+			lm_trace("lm dst: ROUND received");
 			break;
 		case LM_SWITCH:
 			d->t_switch = lm_now_ns();
+			lm_trace("lm dst: SWITCH received");
 			d->sw = *(const struct lm_switch *)f.fixed;
 			return 0;
 		default:
@@ -426,6 +430,7 @@ static int receive_postcopy(struct dst *d)
 	struct lm_frame f;
 	int ret;
 
+	inject(d, "stop-postcopy");
 	while (!(ret = lm_recv(&d->m, &d->g, &f))) {
 		switch (f.h.type) {
 		case LM_STALE:
@@ -508,6 +513,24 @@ static int prepare_postcopy(struct dst *d)
 	return 0;
 }
 
+/*
+ * The source resumes at home when RESUMED does not come within --timeout,
+ * and resets the connection: a destination that was stopped and woke up
+ * finds SWITCH still queued, then the reset.  Running then would be a
+ * second copy of the workload.
+ */
+static bool source_gave_up(struct dst *d)
+{
+	struct pollfd p = { .fd = d->m.fd, .events = POLLRDHUP };
+
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		snprintf(d->m.err, sizeof(d->m.err), "the source gave up before this destination "
+			 "resumed (it resumes the workload itself)");
+		return true;
+	}
+	return false;
+}
+
 static int resume(struct dst *d)
 {
 	struct wl_hdr hdr;
@@ -523,6 +546,9 @@ static int resume(struct dst *d)
 		ret = receive_stale_list(d);
 	if (ret)
 		return ret;
+	inject(d, "stop-switch");
+	if (source_gave_up(d))
+		return -ECANCELED;
 	if (d->o->mode != LM_MODE_STOPCOPY) {
 		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
 			return -EAGAIN;
@@ -533,6 +559,7 @@ static int resume(struct dst *d)
 	if (ret)
 		return ret;
 	d->t_resume = lm_now_ns();
+	lm_trace("lm dst: resumed");
 	rs.t_resume_ns = d->t_resume;
 	/* never touch the view here: this thread receives the pushes */
 	d->ops_resume = d->sw.ops_total;
@@ -627,7 +654,7 @@ static void stop_threads(struct dst *d)
 }
 
 /* The source is gone mid-postcopy: stop the workload, show nothing stale. */
-static int source_lost(struct dst *d, const char *why)
+static int source_lost(struct dst *d, const char *why, int err)
 {
 	set_dead(d, why);
 	/*
@@ -640,14 +667,15 @@ static int source_lost(struct dst *d, const char *why)
 		atomic_store(&d->wl.quit, 1);
 	else
 		wl_stop(&d->wl);
-	fprintf(stderr, "lm: destination: source lost during postcopy (%s); workload stopped "
-		"with %llu of %llu pages mapped%s\n", d->dead_msg,
+	fprintf(stderr, "lm: destination: %s during postcopy (%s); workload stopped "
+		"with %llu of %llu pages mapped%s\n", lm_err_is_protocol(err) ?
+		"protocol error" : "source lost", d->dead_msg,
 		(unsigned long long)atomic_load(&d->mapped), (unsigned long long)d->npages,
 		atomic_load(&d->wl.failed) ? ", a thread got SIGBUS on a page it could not have" :
 		"");
 	/* threads blocked in missing faults cannot be woken: leave now */
 	fflush(NULL);
-	_exit(LM_EXIT_SOURCE_LOST);
+	_exit(lm_err_is_protocol(err) ? LM_EXIT_PROTOCOL : LM_EXIT_SOURCE_LOST);
 }
 
 static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
@@ -675,7 +703,7 @@ static int finish(struct dst *d)
 	while (atomic_load(&d->mapped) < d->npages && !atomic_load(&d->dead))
 		usleep(200);
 	if (atomic_load(&d->dead))
-		return source_lost(d, d->dead_msg);
+		return source_lost(d, d->dead_msg, -EPIPE);
 	d->t_done = lm_now_ns();
 	rep.postcopy_ms = (double)(d->t_done - d->t_resume) / 1e6;
 	lm_sleep_until(d->t_resume + (uint64_t)(d->o->after_s * 1e9));
@@ -694,7 +722,7 @@ static int finish(struct dst *d)
 		fprintf(stderr, "lm: VERIFY: workload invariant broken after resume: %s\n", err);
 		rc = LM_EXIT_VERIFY;
 	}
-	if (d->o->verify && (rep.mismatched = verify_pages(d, &rep))) {
+	if (d->verify && (rep.mismatched = verify_pages(d, &rep))) {
 		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
 			(unsigned long long)rep.mismatched);
 		rc = LM_EXIT_VERIFY;
@@ -706,7 +734,7 @@ static int finish(struct dst *d)
 	rep.page_size = d->page;
 	rep.size = d->size;
 	rep.stale = d->o->mode == LM_MODE_STOPCOPY ? d->sw.nstale : d->nstale;
-	rep.verify = d->o->verify;
+	rep.verify = d->verify;
 	rep.clocks_shared = d->hello.boot == lm_boot_hash();
 	rep.downtime_ms = rep.clocks_shared ?
 		(double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
@@ -785,6 +813,7 @@ static int setup(struct dst *d)
 	int ret;
 
 	d->t_hello = lm_now_ns();
+	d->verify = d->hello.verify;
 	if (d->hello.mode != d->o->mode || d->hello.backing > UFFDM_HUGETLB_1G) {
 		fprintf(stderr, "lm: destination: the source asks for mode %s, backing %u; "
 			"this destination runs %s\n", lm_mode_name(d->hello.mode),
@@ -840,7 +869,9 @@ static int fail(struct dst *d, const char *phase, int ret)
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
 	stop_threads(d);
-	return ret == -ENOMEM || ret == -EINVAL ? LM_EXIT_USAGE : LM_EXIT_PROTOCOL;
+	if (ret == -ENOMEM || ret == -EINVAL)
+		return LM_EXIT_USAGE;
+	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
 int lm_dest(const struct lm_opts *o, int lfd)
@@ -871,12 +902,14 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (ret)
 		return fail(d, "before the switch-over (the source keeps the workload)", ret);
 	ret = resume(d);
+	if (ret && d->wl.running)
+		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	if (ret)
-		return fail(d, "resuming", ret);
+		return fail(d, "at the switch-over (the source keeps the workload)", ret);
 	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
 	       (double)(d->t_resume - d->t_switch) / 1e6);
 	ret = receive_postcopy(d);
 	if (ret)
-		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret));
+		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	return finish(d);
 }

@@ -20,7 +20,9 @@ enum {
 	LM_EXIT_ABORTED = 2,	/* source: destination lost, resumed locally */
 	LM_EXIT_SOURCE_LOST = 3, /* destination: source lost mid-postcopy */
 	LM_EXIT_VERIFY = 4,	/* a page or an invariant did not match */
-	LM_EXIT_PROTOCOL = 5,	/* a malformed frame or a broken connection */
+	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
+	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
+	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
 };
 
 /* ---- workload -------------------------------------------------------- */
@@ -200,6 +202,7 @@ static inline void lm_write_same(void *p)
 }
 
 uint64_t lm_boot_hash(void);
+void lm_inject(const struct lm_opts *o, const char *side, const char *what);
 void lm_msg(const struct lm_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -74,6 +74,23 @@ void lm_msg(const struct lm_opts *o, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Test hooks: die-PHASE exits at once (a killed peer), stop-PHASE stops the
+ * process as SIGSTOP would (a peer that stops answering, then is continued).
+ */
+void lm_inject(const struct lm_opts *o, const char *side, const char *what)
+{
+	static bool fired;
+
+	if (fired || !o->inject || strcmp(o->inject, what))
+		return;
+	fired = true;
+	fprintf(stderr, "lm: %s: injected %s\n", side, what);
+	if (!strncmp(what, "die-", 4))
+		_exit(9);
+	kill(getpid(), SIGSTOP);
+}
+
 uint64_t lm_boot_hash(void)
 {
 	char id[64] = { 0 };

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* lm wire format: frame checks and paced, delayed connections. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -247,6 +249,27 @@ uint64_t lm_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void lm_trace(const char *fmt, ...)
+{
+	static int fd = -2;
+	char buf[200];
+	va_list ap;
+	int n;
+
+	if (fd == -2) {
+		const char *path = getenv("LM_TRACE");
+
+		fd = path && *path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+	}
+	if (fd < 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0)
+		fd = -1;
+}
+
 void lm_sleep_until(uint64_t t_ns)
 {
 	struct timespec ts = {
@@ -304,6 +327,7 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	c->link = link;
 	c->rx_delay_ns = link ? link->rtt_ns / 2 : 0;
 	c->timeout_ms = timeout_ms;
+	c->tx_timeout_ms = timeout_ms;
 	pthread_mutex_init(&c->wlock, NULL);
 	c->buf = malloc(LM_MAX_PAYLOAD);
 	return c->buf ? 0 : -ENOMEM;
@@ -318,13 +342,28 @@ void lm_conn_close(struct lm_conn *c)
 	c->buf = NULL;
 }
 
-static int write_all(int fd, struct iovec *iov, int n)
+/*
+ * Write it all, or fail when the peer takes nothing for timeout_ms: a
+ * stopped peer's window fills and a blocking write would wait for good.
+ */
+static int write_all(int fd, struct iovec *iov, int n, int timeout_ms)
 {
 	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			int pr = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+
+			if (pr < 0 && errno != EINTR)
+				return -errno;
+			if (pr == 0)
+				return -ETIMEDOUT;
+			continue;
+		}
 		if (w < 0)
 			return -errno;
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -357,11 +396,15 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
-	ret = write_all(c->fd, iov, data_len ? 3 : 2);
+	ret = write_all(c->fd, iov, data_len ? 3 : 2, c->tx_timeout_ms);
 	if (!ret)
 		c->tx_bytes += sizeof(h) + fl + data_len;
 	pthread_mutex_unlock(&c->wlock);
-	if (ret)
+	if (ret == -ETIMEDOUT)
+		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: the peer took "
+			 "nothing for %d ms (stopped or unreachable)", c->name, lm_type_name(type),
+			 c->tx_timeout_ms);
+	else if (ret)
 		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: %s", c->name,
 			 lm_type_name(type), strerror(-ret));
 	return ret;
@@ -394,7 +437,26 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 
 static const char *why(int ret)
 {
+	if (ret == -ETIMEDOUT)
+		return "no data within --timeout (the peer stopped or is unreachable)";
 	return ret == -EPIPE ? "closed by the peer" : strerror(-ret);
+}
+
+bool lm_err_is_protocol(int err)
+{
+	return err == -EBADMSG || err == -EMSGSIZE || err == -EPROTO;
+}
+
+/* Drop the connection with a reset: a stopped peer that wakes up finds an
+ * error, not the frames still queued for it. */
+void lm_conn_reset(struct lm_conn *c)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (c->fd < 0)
+		return;
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	shutdown(c->fd, SHUT_RDWR);
 }
 
 int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
@@ -406,6 +468,11 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 	ret = read_all(c, &h, sizeof(h), &got);
 	if (ret == -EPIPE && got == 0) {
 		snprintf(c->err, sizeof(c->err), "%s connection closed by the peer", c->name);
+		return ret;
+	}
+	if (ret == -ETIMEDOUT && got == 0) {
+		snprintf(c->err, sizeof(c->err), "%s connection: nothing received for %d ms "
+			 "(the peer stopped or is unreachable)", c->name, c->timeout_ms);
 		return ret;
 	}
 	if (ret) {

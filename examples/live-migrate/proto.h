@@ -167,7 +167,8 @@ struct lm_conn {
 	bool urgent;		/* paced ahead of queued bulk */
 	struct lm_link *link;	/* pacing of what we send */
 	uint64_t rx_delay_ns;	/* rtt/2 added to what we receive */
-	int timeout_ms;		/* a receive this idle is an error */
+	int timeout_ms;		/* a receive this idle is an error; 0: wait */
+	int tx_timeout_ms;	/* a send that makes no progress this long */
 	pthread_mutex_t wlock;
 	uint32_t seq;
 	uint64_t tx_bytes, rx_bytes;
@@ -176,11 +177,17 @@ struct lm_conn {
 };
 
 uint64_t lm_now_ns(void);
+/* A line in the kernel's trace buffer when LM_TRACE names trace_marker: lets
+ * ftrace's sched events be read against lm's own steps. */
+void lm_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lm_sleep_until(uint64_t t_ns);
 void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns);
 int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
+void lm_conn_reset(struct lm_conn *c);
+/* A malformed frame (exit 5), not a lost peer (exit 6)? */
+bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
 	    const void *data, size_t data_len);
 /* 0 with f filled (valid until the next recv), -errno with c->err set. */

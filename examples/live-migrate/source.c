@@ -33,10 +33,16 @@ struct src {
 	struct lm_done st;
 	pthread_t urg_tid;
 	bool urg_running;
-	atomic_int stale_ready;		/* 1: state[] is final; -1: it never will be */
+	atomic_int stale_ready;		/* 1: committed, state[] final; -1: aborted */
+	bool verify;			/* both ends agreed, from HELLO */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
 };
+
+static void inject(const struct src *s, const char *what)
+{
+	lm_inject(s->o, "source", what);
+}
 
 static unsigned int per_frame(const struct src *s)
 {
@@ -124,8 +130,19 @@ static int precopy(struct src *s)
 {
 	int ret;
 
-	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->precopy_s * 1e9));
+	uint64_t end = lm_now_ns() + (uint64_t)(s->o->precopy_s * 1e9);
+	uint64_t beat = (uint64_t)s->o->timeout_ms * 1000000ull / 3;
+
+	/* a ROUND 0 now and then: the destination counts silence as death */
+	for (uint64_t now = lm_now_ns(); now < end; now = lm_now_ns()) {
+		struct lm_round idle = { 0 };
+
+		lm_sleep_until(end - now > beat ? now + beat : end);
+		if (lm_now_ns() < end && (ret = lm_send(&s->m, LM_ROUND, 0, &idle, NULL, 0)))
+			return ret;
+	}
 	ret = send_pages(s, NULL, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
+	inject(s, "stop-precopy");
 	for (unsigned int round = 1; !ret && round < s->o->rounds; round++) {
 		struct lm_round rf = { .round = round };
 
@@ -138,6 +155,7 @@ static int precopy(struct src *s)
 		ret = send_pages(s, s->dirty, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
 		if (!ret)
 			ret = lm_send(&s->m, LM_ROUND, 0, &rf, NULL, 0);
+		lm_trace("lm src: ROUND %u sent, %llu pages", round, (unsigned long long)rf.pages);
 		s->st.rounds = round;
 	}
 	return ret;
@@ -153,7 +171,9 @@ static void pause_workload(struct src *s)
 			(double)(now - s->t_start);
 	/* downtime starts when the workload is asked to stop */
 	s->t_pause = lm_now_ns();
+	lm_trace("lm src: pause");
 	wl_pause(&s->wl);
+	lm_trace("lm src: paused");
 	s->st.t_precopy_ns = s->t_pause - s->t_start;
 }
 
@@ -172,7 +192,6 @@ static int take_stale(struct src *s)
 			s->state[i] = S_STALE;
 			s->nstale++;
 		}
-	atomic_store(&s->stale_ready, ret ? -1 : 1);
 	if (ret) {
 		fprintf(stderr, "lm: source: dirty tracking failed: %s\n", strerror(-ret));
 		return ret;
@@ -190,7 +209,12 @@ static int send_switch(struct src *s)
 		.t_send_ns = lm_now_ns(), .ops_total = wl_ops(&s->wl),
 	};
 
-	return lm_send(&s->m, LM_SWITCH, 0, &sw, NULL, 0);
+	int ret;
+
+	lm_trace("lm src: SWITCH send");
+	ret = lm_send(&s->m, LM_SWITCH, 0, &sw, NULL, 0);
+	lm_trace("lm src: SWITCH sent");
+	return ret;
 }
 
 static int send_stale_list(struct src *s, uint64_t *bytes)
@@ -317,12 +341,27 @@ static int wait_for(struct src *s, unsigned int type)
 	return ret;
 }
 
+static void stop_urgent(struct src *s)
+{
+	if (!s->urg_running)
+		return;
+	if (atomic_load(&s->stale_ready) == 0)
+		atomic_store(&s->stale_ready, -1);
+	shutdown(s->urg.fd, SHUT_RDWR);
+	pthread_join(s->urg_tid, NULL);
+	s->urg_running = false;
+}
+
 /* The destination went away before it ran the workload: keep it here. */
 static int abort_locally(struct src *s, const char *why)
 {
 	char err[160];
 
 	fprintf(stderr, "lm: migration aborted: %s; the workload resumes on the source\n", why);
+	/* a destination that wakes up later finds a reset, not SWITCH */
+	lm_conn_reset(&s->m);
+	lm_conn_reset(&s->urg);
+	stop_urgent(s);
 	wl_resume(&s->wl);
 	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->after_s * 1e9));
 	wl_pause(&s->wl);
@@ -336,38 +375,73 @@ static int abort_locally(struct src *s, const char *why)
 	return LM_EXIT_ABORTED;
 }
 
-static void inject(const struct src *s, const char *what)
-{
-	if (s->o->inject && !strcmp(s->o->inject, what)) {
-		fprintf(stderr, "lm: source: injected death (%s)\n", what);
-		_exit(9);
-	}
-}
 
-/* Everything after the switch-over; the destination owns the workload. */
+/* Everything after the commit; the destination owns the workload. */
 static int postcopy(struct src *s)
 {
 	int ret = 0;
 
-	if (s->o->mode != LM_MODE_STOPCOPY) {
-		ret = send_stale_list(s, s->o->mode == LM_MODE_MISSING ? &s->st.bytes_paused :
-				      &s->st.bytes_push);
-		inject(s, "die-postcopy");
-		if (!ret)
-			ret = push(s);
-	}
-	if (!ret && s->o->verify)
+	inject(s, "die-postcopy");
+	if (s->o->mode == LM_MODE_MINOR)
+		ret = send_stale_list(s, &s->st.bytes_push);
+	inject(s, "stop-postcopy");
+	if (!ret && s->o->mode != LM_MODE_STOPCOPY)
+		ret = push(s);
+	if (!ret && s->verify)
 		ret = send_hashes(s);
 	s->st.track = s->tr.kind;
 	if (!ret)
 		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
+	/* the destination runs --after seconds, then verifies: not silence */
+	s->m.timeout_ms += (int)(s->o->after_s * 1000);
 	if (!ret)
 		ret = wait_for(s, LM_FIN);
-	if (s->urg_running) {
-		shutdown(s->urg.fd, SHUT_RDWR);
-		pthread_join(s->urg_tid, NULL);
-	}
+	stop_urgent(s);
 	return ret;
+}
+
+/*
+ * The switch-over.  The commit point is RESUMED: until it arrives the
+ * destination has run nothing the source cannot take back -- in minor and
+ * missing mode it cannot get past its first fault, since no request is
+ * answered and (minor) no stale list sent before it -- so a destination that
+ * stops answering makes the source resume at home within --timeout.
+ */
+static int switch_over(struct src *s)
+{
+	int ret = 0;
+
+	pause_workload(s);
+	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
+		return -EIO;
+	if (s->o->mode == LM_MODE_STOPCOPY)
+		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
+				 &s->st.pages_paused);
+	if (!ret)
+		ret = send_switch(s);
+	if (ret)
+		return ret;
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+			return -EAGAIN;
+		s->urg_running = true;
+	}
+	/* minor mode collects after SWITCH: O(memory), not downtime */
+	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
+		return -EIO;
+	lm_trace("lm src: stale taken");
+	if (s->o->mode == LM_MODE_MISSING)
+		ret = send_stale_list(s, &s->st.bytes_paused);
+	if (!ret)
+		ret = wait_for(s, LM_RESUMED);
+	if (!ret)
+		atomic_store(&s->stale_ready, 1);	/* committed */
+	return ret;
+}
+
+static int exit_for(int ret)
+{
+	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
 static int migrate(struct src *s)
@@ -375,7 +449,7 @@ static int migrate(struct src *s)
 	struct lm_hello h = {
 		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
 		.page_size = (uint32_t)s->page, .backing = s->o->backing,
-		.nthreads = s->o->wl.threads, .verify = s->o->verify, .boot = lm_boot_hash(),
+		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
 		.t_start_ns = s->t_start,
 	};
 	int ret;
@@ -385,37 +459,17 @@ static int migrate(struct src *s)
 		ret = lm_send(&s->urg, LM_HELLO, LM_F_URGENT, &h, NULL, 0);
 	if (!ret)
 		ret = precopy(s);
+	if (!ret)
+		ret = switch_over(s);
+	if (ret == -EIO)
+		return abort_locally(s, "dirty tracking failed");
 	if (ret)
 		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
-	pause_workload(s);
-	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
-		return abort_locally(s, "dirty tracking failed");
-	if (s->o->mode == LM_MODE_STOPCOPY) {
-		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
-				 &s->st.pages_paused);
-		if (!ret)
-			ret = send_switch(s);
-		if (!ret)
-			ret = wait_for(s, LM_RESUMED);
-		if (ret)
-			return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
-	} else if ((ret = send_switch(s))) {
-		return abort_locally(s, s->m.err);
-	}
-	if (s->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
-			return LM_EXIT_USAGE;
-		s->urg_running = true;
-	}
-	/* past SWITCH the destination may run: no local resume any more */
-	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
-		ret = -EIO;
-	if (!ret)
-		ret = postcopy(s);
+	ret = postcopy(s);
 	if (ret) {
-		fprintf(stderr, "lm: source: destination lost after the switch-over: %s\n",
-			s->m.err[0] ? s->m.err : strerror(-ret));
-		return LM_EXIT_PROTOCOL;
+		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
+			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		return exit_for(ret);
 	}
 	return LM_EXIT_OK;
 }
@@ -426,6 +480,7 @@ static int setup(struct src *s, const struct lm_opts *o)
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
+	s->verify = o->verify;
 	ret = uffdm_region_create(&s->r, o->backing, o->size);
 	if (ret) {
 		fprintf(stderr, "lm: source: cannot create a %zu-byte region: %s\n", o->size,
@@ -461,8 +516,9 @@ static int connect_both(struct src *s, const char *addr)
 		return -ECONNREFUSED;
 	}
 	if (lm_conn_init(&s->m, m, "main", &s->link, s->o->timeout_ms) ||
-	    lm_conn_init(&s->urg, u, "urgent", &s->link, 0))
+	    lm_conn_init(&s->urg, u, "urgent", &s->link, s->o->timeout_ms))
 		return -ENOMEM;
+	s->urg.timeout_ms = 0;	/* requests come when they come */
 	return 0;
 }
 
