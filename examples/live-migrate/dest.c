@@ -28,6 +28,7 @@ enum { P_UNKNOWN, P_STALE, P_FRESH, P_MAPPING, P_MAPPED };
 struct dst {
 	const struct lm_opts *o;
 	struct lm_hello hello;
+	struct lm_door door;
 	bool verify;		/* as HELLO says: the source hashes only then */
 	bool got_pages;
 	struct lm_switch sw;
@@ -636,6 +637,7 @@ static void *rate_sampler(void *p)
 static void stop_threads(struct dst *d)
 {
 	atomic_store(&d->stop, 1);
+	lm_door_stop(&d->door);
 	wake_all(d);
 	if (d->walk_running)
 		pthread_join(d->walk_tid, NULL);
@@ -764,48 +766,33 @@ static int finish(struct dst *d)
 
 /* ---- setup ------------------------------------------------------------------ */
 
-static int accept_hello(struct dst *d, int lfd, struct lm_conn *c, const char *name,
-			bool urgent)
+/* Free memory for a region of this backing: --max-size's default. */
+static uint64_t free_memory(unsigned int backing)
 {
-	struct lm_geom none = { 0 };
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	struct lm_frame f;
-	int fd, ret;
+	char line[256];
+	uint64_t avail = 0, hfree = 0, hsize = 0, v;
+	FILE *f = fopen("/proc/meminfo", "r");
 
-	/*
-	 * A destination waits for its source like any server: the source
-	 * formats and tracks its memory before it connects, which takes
-	 * seconds per GiB of fresh memory. Once the main connection is up,
-	 * the urgent one follows at once.
-	 */
-	if (poll(&p, 1, urgent ? d->o->timeout_ms : -1) <= 0) {
-		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name,
-			d->o->timeout_ms);
-		return -ETIMEDOUT;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&v) == 1)
+			avail = v << 10;
+		else if (sscanf(line, "HugePages_Free: %llu", (unsigned long long *)&v) == 1)
+			hfree = v;
+		else if (sscanf(line, "Hugepagesize: %llu kB", (unsigned long long *)&v) == 1)
+			hsize = v << 10;
 	}
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	ret = lm_conn_init(c, fd, name, &d->link, urgent ? 0 : d->o->timeout_ms);
-	if (ret)
-		return ret;
-	c->timeout_ms = d->o->timeout_ms;
-	ret = lm_recv(c, urgent ? &d->g : &none, &f);
-	if (!ret && (f.h.type != LM_HELLO || !!(f.h.flags & LM_F_URGENT) != urgent)) {
-		snprintf(c->err, sizeof(c->err), "%s connection: expected HELLO%s, got %s",
-			 name, urgent ? " (urgent)" : "", lm_type_name(f.h.type));
-		ret = -EBADMSG;
-	}
-	if (ret) {
-		fprintf(stderr, "lm: destination: %s\n", c->err);
-		return ret;
-	}
-	if (!urgent)
-		d->hello = *(const struct lm_hello *)f.fixed;
-	if (urgent)
-		c->timeout_ms = 0;	/* idle until the switch-over */
-	return 0;
+	if (f)
+		fclose(f);
+	return backing == UFFDM_SHMEM ? avail : hfree * hsize;
+}
+
+static uint64_t max_size(const struct lm_opts *o)
+{
+	if (o->max_size)
+		return o->max_size;
+	if (o->size_given)
+		return o->size;
+	return free_memory(o->backing);
 }
 
 static int setup(struct dst *d)
@@ -886,15 +873,23 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	pthread_cond_init(&d->cond, NULL);
 	lm_link_init(&d->link, o->bandwidth, o->rtt_ns);
 	d->m.fd = d->urg.fd = -1;
-	ret = accept_hello(d, lfd, &d->m, "main", false);
+	lm_door_init(&d->door, o, lfd, max_size(o));
+	/* like any server, it waits for its source without limit */
+	ret = lm_door_admit(&d->door, &d->m, "main", &d->link, LM_AUTH_MAIN, -1, &d->hello);
 	if (ret)
-		return LM_EXIT_PROTOCOL;
+		return LM_EXIT_USAGE;
 	ret = setup(d);
 	if (ret)
 		return LM_EXIT_USAGE;
-	if (accept_hello(d, lfd, &d->urg, "urgent", true))
-		return LM_EXIT_PROTOCOL;
-	ret = start_sampler(d);
+	/* the urgent connection follows at once, or the source is gone */
+	ret = lm_door_admit(&d->door, &d->urg, "urgent", &d->link, LM_AUTH_URGENT,
+			    o->timeout_ms, &(struct lm_hello){ 0 });
+	if (ret)
+		return LM_EXIT_PEER_LOST;
+	d->urg.timeout_ms = 0;	/* idle until the switch-over */
+	ret = lm_door_start(&d->door);
+	if (!ret)
+		ret = start_sampler(d);
 	if (!ret)
 		ret = prepare_postcopy(d);
 	if (!ret)

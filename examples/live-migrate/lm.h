@@ -151,6 +151,10 @@ struct lm_opts {
 	const char *inject;		/* test hooks: die-precopy, die-postcopy */
 	unsigned int handler_threads;
 	int listen_fd;			/* dest: inherited, or -1 */
+	uint8_t key[LM_KEYLEN];
+	bool have_key;
+	bool size_given;		/* dest: --size is what it expects */
+	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
 };
 
 struct lm_report {
@@ -170,6 +174,50 @@ struct lm_report {
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
 int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
+
+/* ---- auth.c: the shared key and the handshake ---------------------------- */
+
+int lm_crypto_init(void);
+void lm_key_generate(uint8_t key[LM_KEYLEN]);
+void lm_key_hex(const uint8_t key[LM_KEYLEN], char hex[2 * LM_KEYLEN + 1]);
+int lm_key_load(const char *path, uint8_t key[LM_KEYLEN], char *err, size_t errlen);
+int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
+/* Source: answer the CHALLENGE with AUTH and hello (its verify set when the
+ * destination asks), check AUTH_OK; -EACCES, -EBUSY, -EFBIG, -EINVAL (mode),
+ * -ESRCH (no such session) when refused; c->err says why. */
+int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
+		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
+		   struct lm_hello *hello);
+/* Destination: CHALLENGE, then AUTH checked; -EACCES (refused) on a wrong key. */
+int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
+		   struct lm_challenge *ch);
+int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a);
+void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
+
+/* ---- door.c: the destination's accept, authenticate, refuse ------------- */
+
+struct lm_door {
+	const struct lm_opts *o;
+	int lfd;
+	uint64_t max_size;
+	uint8_t session[LM_SESSION];	/* the admitted migration's */
+	atomic_uint_fast64_t refused;
+	pthread_t tid;
+	bool running;
+	atomic_int stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int rejoin_fd;
+};
+
+void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
+/* An authenticated connection of this kind (its HELLO in hello), refusing
+ * every other; wait_ms < 0: no limit. */
+int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
+		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
+int lm_door_start(struct lm_door *door);
+void lm_door_stop(struct lm_door *door);
 
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);

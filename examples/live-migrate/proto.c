@@ -18,7 +18,8 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_HELLO] = "HELLO", [LM_PAGES] = "PAGES", [LM_ROUND] = "ROUND",
 	[LM_SWITCH] = "SWITCH", [LM_STALE] = "STALE", [LM_REQ] = "REQ",
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
-	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN",
+	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
+	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -27,7 +28,9 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_STALE] = sizeof(struct lm_stale), [LM_REQ] = sizeof(struct lm_req),
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
-	[LM_FIN] = 0,
+	[LM_FIN] = 0, [LM_CHALLENGE] = sizeof(struct lm_challenge),
+	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
+	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),
 };
 
 static const char *const mode_names[LM_MODE_END] = {
@@ -53,6 +56,12 @@ int lm_mode_parse(const char *s)
 	return -EINVAL;
 }
 
+/* The handshake comes before any geometry is known. */
+bool lm_type_before_hello(unsigned int type)
+{
+	return type == LM_CHALLENGE || type == LM_AUTH || type == LM_AUTH_OK || type == LM_REFUSE;
+}
+
 size_t lm_fixed_len(unsigned int type)
 {
 	return type > 0 && type < LM_TYPE_END ? fixed_lens[type] : 0;
@@ -67,6 +76,7 @@ static size_t max_len(unsigned int type)
 		return LM_MAX_PAYLOAD;
 	case LM_STALE:
 	case LM_HASHES:
+	case LM_NEED:
 		return sizeof(struct lm_stale) + 65536;
 	default:
 		return fixed_lens[type];
@@ -158,6 +168,30 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 			return bad(err, n, name, "hash span outside the region or wrong length");
 		return 0;
 	}
+	case LM_NEED: {
+		const struct lm_need *m = p;
+
+		if (!span_ok(g, m->first, m->nbits, 65536 * 8) || rest != (m->nbits + 7u) / 8)
+			return bad(err, n, name, "bitmap outside the region or wrong length");
+		return 0;
+	}
+	case LM_CHALLENGE: {
+		const struct lm_challenge *m = p;
+
+		if (m->version != LM_VERSION)
+			return bad(err, n, name, "protocol version differs");
+		if (m->flags & ~LM_CHAL_VERIFY)
+			return bad(err, n, name, "unknown flags");
+		return 0;
+	}
+	case LM_AUTH:
+		if (((const struct lm_auth *)p)->kind >= LM_AUTH_KIND_END)
+			return bad(err, n, name, "unknown connection kind");
+		return 0;
+	case LM_REFUSE:
+		if (((const struct lm_refuse *)p)->why >= LM_REFUSE_END)
+			return bad(err, n, name, "unknown reason");
+		return 0;
 	case LM_REQ:
 		if (((const struct lm_req *)p)->page >= g->npages)
 			return bad(err, n, name, "page outside the region");
@@ -181,12 +215,12 @@ int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct l
 	size_t fl = fixed_lens[h->type];
 	int ret;
 
-	if (!g->page_size && h->type != LM_HELLO) {
+	if (!g->page_size && h->type != LM_HELLO && !lm_type_before_hello(h->type)) {
 		snprintf(err, errlen, "%s frame before HELLO", type_names[h->type]);
 		return -EBADMSG;
 	}
 	if (h->type != LM_PAGES && h->type != LM_RESP && h->type != LM_STALE &&
-	    h->type != LM_HASHES && h->len != fl)
+	    h->type != LM_HASHES && h->type != LM_NEED && h->len != fl)
 		return bad(err, errlen, type_names[h->type], "trailing bytes");
 	ret = check_body(h, payload, g, h->len - fl, err, errlen);
 	if (ret)

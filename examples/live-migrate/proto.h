@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	1
+#define LM_VERSION	2
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
@@ -31,6 +31,11 @@ enum lm_type {
 	LM_DONE,	/* src -> dst: all sent; source statistics */
 	LM_RESUMED,	/* dst -> src: the workload runs on the destination */
 	LM_FIN,		/* dst -> src: verified; the source may go */
+	LM_CHALLENGE,	/* dst -> src, first on every connection: a nonce */
+	LM_AUTH,	/* src -> dst: MAC over both nonces with the shared key */
+	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too */
+	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
+	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
 	LM_TYPE_END,
 };
 
@@ -122,6 +127,52 @@ struct lm_resumed {
 	uint64_t t_resume_ns;
 };
 
+#define LM_NONCE	32
+#define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
+#define LM_SESSION	16
+#define LM_KEYLEN	32
+
+/* CHALLENGE flags */
+#define LM_CHAL_VERIFY	(1u << 0)	/* the destination asks for --verify */
+
+struct lm_challenge {
+	uint32_t version;
+	uint32_t flags;
+	uint8_t nonce[LM_NONCE];
+};
+
+/* what an AUTH connection is for */
+enum lm_auth_kind { LM_AUTH_MAIN, LM_AUTH_URGENT, LM_AUTH_REJOIN_MAIN, LM_AUTH_REJOIN_URGENT,
+	LM_AUTH_KIND_END };
+
+struct lm_auth {
+	uint32_t kind;
+	uint32_t pad;
+	uint8_t session[LM_SESSION];	/* the source's; binds urgent and rejoins to main */
+	uint8_t nonce[LM_NONCE];
+	uint8_t mac[LM_MACLEN];
+};
+
+struct lm_auth_ok {
+	uint8_t mac[LM_MACLEN];
+};
+
+enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
+	LM_REFUSE_SESSION, LM_REFUSE_END };
+
+struct lm_refuse {
+	uint32_t why;
+	uint32_t mode;		/* MODE: the destination's */
+	uint64_t max_size;	/* SIZE: the destination's cap */
+};
+
+/* followed by a bitmap of nbits pages from first, like STALE */
+struct lm_need {
+	uint64_t first;
+	uint32_t nbits;
+	uint32_t pad;
+};
+
 /* What the receiver knows, to check frames against. */
 struct lm_geom {
 	uint64_t npages;
@@ -140,6 +191,7 @@ const char *lm_type_name(unsigned int type);
 const char *lm_mode_name(unsigned int mode);
 int lm_mode_parse(const char *s);
 size_t lm_fixed_len(unsigned int type);
+bool lm_type_before_hello(unsigned int type);
 /* 0 or -EBADMSG/-EMSGSIZE with a message naming the frame in err. */
 int lm_hdr_check(const struct lm_hdr *h, char *err, size_t errlen);
 int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct lm_geom *g,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sodium.h>
 
 #include "lm.h"
 
@@ -35,6 +36,8 @@ struct src {
 	bool urg_running;
 	atomic_int stale_ready;		/* 1: committed, state[] final; -1: aborted */
 	bool verify;			/* both ends agreed, from HELLO */
+	uint8_t session[LM_SESSION];
+	struct lm_hello hello;		/* as sent on the main connection */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
 };
@@ -446,19 +449,8 @@ static int exit_for(int ret)
 
 static int migrate(struct src *s)
 {
-	struct lm_hello h = {
-		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
-		.page_size = (uint32_t)s->page, .backing = s->o->backing,
-		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
-		.t_start_ns = s->t_start,
-	};
-	int ret;
+	int ret = precopy(s);
 
-	ret = lm_send(&s->m, LM_HELLO, 0, &h, NULL, 0);
-	if (!ret)
-		ret = lm_send(&s->urg, LM_HELLO, LM_F_URGENT, &h, NULL, 0);
-	if (!ret)
-		ret = precopy(s);
 	if (!ret)
 		ret = switch_over(s);
 	if (ret == -EIO)
@@ -481,6 +473,7 @@ static int setup(struct src *s, const struct lm_opts *o)
 	memset(s, 0, sizeof(*s));
 	s->o = o;
 	s->verify = o->verify;
+	s->m.fd = s->urg.fd = -1;
 	ret = uffdm_region_create(&s->r, o->backing, o->size);
 	if (ret) {
 		fprintf(stderr, "lm: source: cannot create a %zu-byte region: %s\n", o->size,
@@ -506,20 +499,43 @@ static int setup(struct src *s, const struct lm_opts *o)
  * takes seconds, and the destination counts a silent connection as dead
  * after --timeout.
  */
+static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
+		       unsigned int kind)
+{
+	int fd = lm_connect(addr), ret;
+
+	if (fd < 0)
+		return -ECONNREFUSED;
+	ret = lm_conn_init(c, fd, name, &s->link, s->o->timeout_ms);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
+	if (ret) {
+		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);
+		return ret;
+	}
+	s->verify = s->hello.verify;
+	return 0;
+}
+
 static int connect_both(struct src *s, const char *addr)
 {
-	int m = lm_connect(addr), u = m < 0 ? -1 : lm_connect(addr);
+	int ret;
 
-	if (m < 0 || u < 0) {
-		if (m >= 0)
-			close(m);
-		return -ECONNREFUSED;
-	}
-	if (lm_conn_init(&s->m, m, "main", &s->link, s->o->timeout_ms) ||
-	    lm_conn_init(&s->urg, u, "urgent", &s->link, s->o->timeout_ms))
-		return -ENOMEM;
+	randombytes_buf(s->session, sizeof(s->session));
+	s->hello = (struct lm_hello){
+		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
+		.page_size = (uint32_t)s->page, .backing = s->o->backing,
+		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
+		.t_start_ns = s->t_start,
+	};
+	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN);
+	if (!ret)
+		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT);
 	s->urg.timeout_ms = 0;	/* requests come when they come */
-	return 0;
+	return ret;
 }
 
 int lm_source(const struct lm_opts *o, const char *addr)
@@ -536,8 +552,11 @@ int lm_source(const struct lm_opts *o, const char *addr)
 			lm_track_name(o->track), strerror(-ret));
 		return LM_EXIT_USAGE;
 	}
-	if (connect_both(s, addr))
-		return LM_EXIT_USAGE;
+	s->t_start = lm_now_ns();
+	ret = connect_both(s, addr);
+	if (ret)
+		return ret == -EACCES ? LM_EXIT_AUTH : ret == -ETIMEDOUT || ret == -EPIPE ?
+		       LM_EXIT_PEER_LOST : LM_EXIT_USAGE;
 	lm_msg(o, "source: %zu MiB %s, %llu pages of %zu bytes, tracking %s\n",
 	       s->size >> 20, o->backing == UFFDM_SHMEM ? "shmem" : "hugetlb",
 	       (unsigned long long)s->npages, s->page, lm_track_name(s->tr.kind));
@@ -547,7 +566,6 @@ int lm_source(const struct lm_opts *o, const char *addr)
 		fprintf(stderr, "lm: source: cannot start the workload: %s\n", strerror(-ret));
 		return LM_EXIT_USAGE;
 	}
-	s->t_start = lm_now_ns();
 	ret = migrate(s);
 	if (s->wl.running)
 		wl_stop(&s->wl);

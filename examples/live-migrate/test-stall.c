@@ -40,9 +40,9 @@ static void start(struct run *r, const char *mode, const char *dinj, const char 
 {
 	char addr[64], lfd_s[16];
 	int lfd = lmt_listener(addr, sizeof(addr));
-	const char *da[] = { "dest", "--listen-fd", lfd_s, "--mode", mode, "--inject", dinj,
+	const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode, "--inject", dinj,
 			     "--verify", "--timeout", TIMEOUT_S, "--size", "4M", "-q", NULL };
-	const char *sa[] = { "source", "--to", addr, "--mode", mode, "--inject", sinj,
+	const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--mode", mode, "--inject", sinj,
 			     "--verify", "--timeout", TIMEOUT_S, "--size", "4M", "--stale", "0.2",
 			     "--precopy", "0.2", "--after", "0.3", "--rounds", "2", "-q", NULL };
 

@@ -45,6 +45,7 @@ pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *arg
 	alarm(LM_TEST_DEADLINE);
 	if (errfile && !freopen(errfile, "w", stderr))
 		_exit(100);
+	setvbuf(stderr, NULL, _IONBF, 0);	/* freopen made it buffered */
 	if (!freopen(outfile ? outfile : "/dev/null", "w", stdout))
 		_exit(100);
 	argv[n++] = "lm";
@@ -80,6 +81,41 @@ bool lmt_file_has(const char *path, const char *word)
 	if (!strstr(buf, word))
 		print_message("# %s lacks '%s':\n%s\n", path, word, buf);
 	return strstr(buf, word) != NULL;
+}
+
+bool lmt_wait_for(const char *path, const char *word, double seconds)
+{
+	double end = lmt_now() + seconds;
+
+	while (lmt_now() < end) {
+		char buf[16384] = { 0 };
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if (strstr(buf, word))
+			return true;
+		usleep(20000);
+	}
+	return lmt_file_has(path, word);
+}
+
+bool lmt_has_region(pid_t pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "memfd:") || strstr(line, "/dev/hugepages"))
+			found = true;
+	fclose(f);
+	return found;
 }
 
 const char *lmt_key(void)

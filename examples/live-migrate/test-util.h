@@ -18,6 +18,10 @@ pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *arg
 int lmt_status(pid_t pid);
 /* Whether path contains word; prints the file when not. */
 bool lmt_file_has(const char *path, const char *word);
+/* Wait up to seconds for word to appear in path. */
+bool lmt_wait_for(const char *path, const char *word, double seconds);
+/* Whether pid maps a region (a memfd or a hugetlbfs file): allocated anything? */
+bool lmt_has_region(pid_t pid);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
 double lmt_now(void);
