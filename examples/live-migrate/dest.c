@@ -30,6 +30,7 @@ struct dst {
 	struct lm_hello hello;
 	struct lm_door door;
 	bool verify;		/* as HELLO says: the source hashes only then */
+	bool resumed;		/* the workload runs here */
 	bool got_pages;
 	struct lm_switch sw;
 	struct lm_done done;
@@ -379,6 +380,10 @@ static int receive_precopy(struct dst *d)
 			break;
 		case LM_ROUND:
 			lm_trace("lm dst: ROUND received");
+			/* everything before it is in: the source may pause */
+			if ((f.h.flags & LM_F_LAST) &&
+			    (ret = lm_send(&d->m, LM_ROUND, 0, f.fixed, NULL, 0)))
+				return ret;
 			break;
 		case LM_SWITCH:
 			d->t_switch = lm_now_ns();
@@ -507,11 +512,22 @@ static int start_missing(struct dst *d)
  */
 static int prepare_postcopy(struct dst *d)
 {
+	int ret = 0;
+
 	if (d->o->mode == LM_MODE_MINOR)
-		return start_minor(d);
+		ret = start_minor(d);
 	if (d->o->mode == LM_MODE_MISSING)
-		return start_missing(d);
-	return 0;
+		ret = start_missing(d);
+	if (!ret && d->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+			return -EAGAIN;
+		d->urg_running = true;
+	}
+	/* thread creation is slow under TCG: not at the switch-over */
+	d->wl.rate = d->o->wl.rate;
+	if (!ret)
+		ret = wl_start_parked(&d->wl, d->view, d->size, d->hello.nthreads);
+	return ret;
 }
 
 /*
@@ -550,15 +566,14 @@ static int resume(struct dst *d)
 	inject(d, "stop-switch");
 	if (source_gave_up(d))
 		return -ECANCELED;
-	if (d->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
-			return -EAGAIN;
-		d->urg_running = true;
+	/* the threads exist and are parked (prepare_postcopy): only wake them */
+	if (wl_hdr_check(&hdr, d->size, d->hello.nthreads)) {
+		snprintf(d->m.err, sizeof(d->m.err), "the workload's header in the copied memory "
+			 "is not the one HELLO announced");
+		return -EBADMSG;
 	}
-	d->wl.rate = d->o->wl.rate;
-	ret = wl_start(&d->wl, d->view, d->size, (const uint8_t *)&hdr);
-	if (ret)
-		return ret;
+	d->resumed = true;
+	wl_resume(&d->wl);
 	d->t_resume = lm_now_ns();
 	lm_trace("lm dst: resumed");
 	rs.t_resume_ns = d->t_resume;
@@ -856,6 +871,8 @@ static int fail(struct dst *d, const char *phase, int ret)
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
 	stop_threads(d);
+	if (d->wl.running)
+		wl_stop(&d->wl);	/* parked, never run */
 	if (ret == -ENOMEM || ret == -EINVAL)
 		return LM_EXIT_USAGE;
 	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
@@ -897,7 +914,7 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (ret)
 		return fail(d, "before the switch-over (the source keeps the workload)", ret);
 	ret = resume(d);
-	if (ret && d->wl.running)
+	if (ret && d->resumed)
 		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	if (ret)
 		return fail(d, "at the switch-over (the source keeps the workload)", ret);

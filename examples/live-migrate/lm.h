@@ -85,6 +85,10 @@ void wl_format(uint8_t *mem, size_t size, const struct wl_opts *o);
 /* hdr_mem: where to read the static header fields without touching mem,
  * which on the destination may fault into a handler this thread serves. */
 int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem);
+/* 0 if record 0 is a workload header of this size and thread count. */
+int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads);
+/* Threads made now and parked: the switch-over only wakes them. */
+int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads);
 void wl_pause(struct workload *w);
 void wl_resume(struct workload *w);
 void wl_stop(struct workload *w);
@@ -145,6 +149,7 @@ struct lm_opts {
 	double precopy_s;		/* workload time before the first round */
 	double after_s;			/* workload time after resume */
 	bool verify, json, quiet, row;
+	bool no_drain;			/* pause without waiting for the link to empty */
 	const char *plot;
 	const char *addr;		/* host:port */
 	int timeout_ms;

@@ -54,6 +54,8 @@ static void usage(FILE *f)
 "  --timeout MS         a connection idle this long is dead (default 10000);\n"
 "                       dest waits for its source's first connection unbounded\n"
 "  --handler-threads N  destination fault handler threads (default 2)\n"
+"  --no-drain           pause without waiting for the link to empty (to measure\n"
+"                       what the drain saves)\n"
 "  --listen-fd N        dest: an inherited listening socket (tests)\n"
 "  -q, --quiet          no progress lines\n"
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
@@ -169,7 +171,7 @@ static uint64_t parse_time_ns(const char *s)
 enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
 	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
 	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD,
-	O_KEY, O_MAX_SIZE };
+	O_KEY, O_MAX_SIZE, O_NO_DRAIN };
 
 static const struct option longopts[] = {
 	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
@@ -185,6 +187,7 @@ static const struct option longopts[] = {
 	{ "inject", 1, NULL, O_INJECT }, { "to", 1, NULL, O_TO },
 	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD },
 	{ "key", 1, NULL, O_KEY }, { "max-size", 1, NULL, O_MAX_SIZE },
+	{ "no-drain", 0, NULL, O_NO_DRAIN },
 	{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 	{ 0 },
 };
@@ -278,6 +281,7 @@ static void set_opt(struct lm_opts *o, int c, const char *a)
 		o->listen_fd = (int)parse_num(a, "--listen-fd", 1000, 0, 1 << 20, true);
 		break;
 	case O_KEY: load_key(o, a); break;
+	case O_NO_DRAIN: o->no_drain = true; break;
 	case 'q': o->quiet = true; break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(LM_EXIT_USAGE);

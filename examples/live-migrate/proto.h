@@ -22,7 +22,7 @@
 enum lm_type {
 	LM_HELLO = 1,	/* src -> dst: geometry; flags URGENT on the 2nd conn */
 	LM_PAGES,	/* src -> dst: page contents */
-	LM_ROUND,	/* src -> dst: a precopy round ended */
+	LM_ROUND,	/* src -> dst: a precopy round ended; LAST: echo it (drained) */
 	LM_SWITCH,	/* src -> dst: paused; resume now */
 	LM_STALE,	/* src -> dst: a chunk of the stale bitmap */
 	LM_REQ,		/* dst -> src (urgent): is this page stale? */
@@ -121,6 +121,7 @@ struct lm_done {
 	uint32_t track;			/* enum lm_track_kind */
 	uint32_t pad;
 	uint64_t track_pause_ns;	/* workload quiesced for tracking */
+	uint64_t drain_ns;		/* waiting for the link to empty before the pause */
 };
 
 struct lm_resumed {

@@ -175,6 +175,49 @@ static void *wl_thread(void *p)
 	return NULL;
 }
 
+static int spawn(struct workload *w)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	int ret;
+
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	for (unsigned int t = 0; t < w->n; t++) {
+		wl_args[t] = (struct wl_arg){ w, t };
+		ret = pthread_create(&w->tid[t], NULL, wl_thread, &wl_args[t]);
+		if (ret) {
+			w->n = t;
+			wl_stop(w);
+			return -ret;
+		}
+	}
+	w->running = true;
+	return 0;
+}
+
+int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads)
+{
+	return h->magic == WL_MAGIC && h->nthreads == nthreads && h->nrec == size / WL_REC ?
+	       0 : -EBADMSG;
+}
+
+int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads)
+{
+	uint64_t rate = w->rate;
+
+	if (nthreads < 1 || nthreads > WL_MAX_THREADS)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->rate = rate;
+	w->mem = mem;
+	w->size = size;
+	w->n = nthreads;
+	/* parked before the first op: they touch nothing until wl_resume() */
+	atomic_store(&w->pause_req, 1);
+	return spawn(w);
+}
+
 int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
