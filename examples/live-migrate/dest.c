@@ -31,6 +31,9 @@ struct dst {
 	struct lm_door door;
 	bool verify;		/* as HELLO says: the source hashes only then */
 	bool resumed;		/* the workload runs here */
+	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
+	bool stale_done;	/* the whole stale list came (counted once) */
+	unsigned int rejoins;
 	bool got_pages;
 	struct lm_switch sw;
 	struct lm_done done;
@@ -192,7 +195,13 @@ static int request(struct dst *d, uint64_t i)
 	if (!atomic_compare_exchange_strong(&d->reqd[i], &no, 1))
 		return 0;
 	atomic_fetch_add(&d->demand, 1);
-	return lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0);
+	if (!lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0))
+		return 0;
+	if (!atomic_load(&d->rejoinable))
+		return -EPIPE;
+	/* the link broke: ask again once the source has rejoined */
+	atomic_store(&d->reqd[i], 0);
+	return 0;
 }
 
 /* Handler callback: make page right through the backing view. */
@@ -279,22 +288,30 @@ static void *urgent_rx(void *p)
 	struct dst *d = p;
 	struct lm_frame f;
 
-	while (!lm_recv(&d->urg, &d->g, &f)) {
+	int ret;
+
+	while (!(ret = lm_recv(&d->urg, &d->g, &f))) {
 		const struct lm_resp *r = f.fixed;
 		uint8_t want = P_UNKNOWN;
 
 		if (f.h.type != LM_RESP) {
 			snprintf(d->urg.err, sizeof(d->urg.err), "urgent connection: unexpected "
 				 "%s frame", lm_type_name(f.h.type));
+			ret = -EBADMSG;
 			break;
 		}
-		if (r->status == LM_RESP_DATA && take_page(d, r->page, f.data))
+		if (r->status == LM_RESP_DATA && (ret = take_page(d, r->page, f.data)))
 			break;
 		if (r->status == LM_RESP_CLEAN)
 			atomic_compare_exchange_strong(&d->st[r->page], &want, P_FRESH);
 		if (r->status == LM_RESP_PUSHED)
 			atomic_compare_exchange_strong(&d->st[r->page], &want, P_STALE);
 		wake_all(d);
+	}
+	/* a broken link, while the source may rejoin: the main thread waits for it */
+	if (!lm_err_is_protocol(ret) && atomic_load(&d->rejoinable) && !atomic_load(&d->stop)) {
+		shutdown(d->m.fd, SHUT_RDWR);
+		return NULL;
 	}
 	set_dead(d, d->urg.err);
 	return NULL;
@@ -319,7 +336,11 @@ static void take_stale(struct dst *d, const struct lm_frame *f)
 		uint8_t want = P_UNKNOWN;
 		bool stale = bit_get(f->data, k);
 
-		d->nstale += stale;
+		if (!d->stale_done)
+			d->nstale += stale;
+		/* sent again after a rejoin: what is known stays known */
+		if (atomic_load(&d->st[i]) != P_UNKNOWN)
+			continue;
 		if (d->o->mode == LM_MODE_MISSING) {
 			if (stale)
 				atomic_store(&d->st[i], P_STALE);
@@ -329,6 +350,8 @@ static void take_stale(struct dst *d, const struct lm_frame *f)
 		}
 		atomic_compare_exchange_strong(&d->st[i], &want, stale ? P_STALE : P_FRESH);
 	}
+	if (f->h.flags & LM_F_LAST)
+		d->stale_done = true;
 }
 
 /* Pushed pages: take them, and in minor mode map them right away. */
@@ -430,6 +453,74 @@ static int receive_stale_list(struct dst *d)
 	return 0;
 }
 
+/* Pages this destination still lacks, for a rejoining source. */
+static int send_need(struct dst *d)
+{
+	const uint64_t chunk = 65536 * 8;
+	uint8_t *b = malloc(chunk / 8);
+	int ret = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (uint64_t first = 0; !ret && first < d->npages; first += chunk) {
+		uint64_t n = d->npages - first < chunk ? d->npages - first : chunk;
+		struct lm_need nf = { .first = first, .nbits = (uint32_t)n };
+
+		memset(b, 0, (n + 7) / 8);
+		for (uint64_t k = 0; k < n; k++) {
+			uint8_t st = atomic_load(&d->st[first + k]);
+
+			if (st == P_UNKNOWN || st == P_STALE) {
+				bit_set(b, k);
+				/* unanswered requests are asked again */
+				atomic_store(&d->reqd[first + k], 0);
+			}
+		}
+		ret = lm_send(&d->m, LM_NEED, first + n >= d->npages ? LM_F_LAST : 0, &nf, b,
+			      (n + 7) / 8);
+	}
+	free(b);
+	return ret;
+}
+
+/*
+ * The link broke mid-postcopy: faults wait (their requests are asked
+ * again), nothing unknown is mapped, and the source has --timeout to come
+ * back with the same key and session; then it learns what is still needed.
+ */
+static int rejoin(struct dst *d)
+{
+	uint64_t t0 = lm_now_ns();
+	int mfd, ufd, ret;
+
+	fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms for "
+		"the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", d->o->timeout_ms);
+	if (d->urg_running) {
+		shutdown(d->urg.fd, SHUT_RDWR);
+		pthread_join(d->urg_tid, NULL);
+		d->urg_running = false;
+	}
+	ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, d->o->timeout_ms);
+	if (ret) {
+		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", d->o->timeout_ms);
+		return ret;
+	}
+	lm_conn_replace(&d->m, mfd);
+	lm_conn_replace(&d->urg, ufd);
+	d->urg.timeout_ms = 0;
+	ret = send_need(d);
+	if (ret)
+		return ret;
+	if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+		return -EAGAIN;
+	d->urg_running = true;
+	d->rejoins++;
+	wake_all(d);
+	fprintf(stderr, "lm: destination: the source rejoined %.1f ms after the break\n",
+		(double)(lm_now_ns() - t0) / 1e6);
+	return 0;
+}
+
 /* After resume: stale list, pushes, hashes, DONE. */
 static int receive_postcopy(struct dst *d)
 {
@@ -442,7 +533,8 @@ static int receive_postcopy(struct dst *d)
 		case LM_STALE:
 			take_stale(d, &f);
 			wake_all(d);
-			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR) {
+			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR &&
+			    !d->walk_running) {
 				if (pthread_create(&d->walk_tid, NULL, walker, d))
 					return -EAGAIN;
 				d->walk_running = true;
@@ -573,6 +665,8 @@ static int resume(struct dst *d)
 		return -EBADMSG;
 	}
 	d->resumed = true;
+	atomic_store(&d->rejoinable, 1);
+	atomic_store(&d->door.rejoin_ok, 1);
 	wl_resume(&d->wl);
 	d->t_resume = lm_now_ns();
 	lm_trace("lm dst: resumed");
@@ -920,8 +1014,11 @@ int lm_dest(const struct lm_opts *o, int lfd)
 		return fail(d, "at the switch-over (the source keeps the workload)", ret);
 	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
 	       (double)(d->t_resume - d->t_switch) / 1e6);
-	ret = receive_postcopy(d);
+	while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) && d->rejoins < 16 &&
+	       !atomic_load(&d->dead) && !rejoin(d))
+		;
 	if (ret)
 		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	atomic_store(&d->rejoinable, 0);
 	return finish(d);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -61,7 +62,7 @@ void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64
 	door->o = o;
 	door->lfd = lfd;
 	door->max_size = max_size;
-	door->rejoin_fd = -1;
+	door->rejoin_fd[0] = door->rejoin_fd[1] = -1;
 	pthread_mutex_init(&door->lock, NULL);
 	pthread_cond_init(&door->cond, NULL);
 }
@@ -187,14 +188,52 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 }
 
 /* A rejoining connection of our session: kept until dest.c takes it. */
-static bool lm_door_rejoin_offer(struct lm_door *door, struct lm_conn *c,
+static bool lm_door_rejoin_offer(struct lm_door *door, struct lm_conn *c, const char *peer,
 				 const struct lm_challenge *ch, const struct lm_auth *a)
 {
-	(void)door;
-	(void)c;
-	(void)ch;
-	(void)a;
-	return false;
+	bool urgent = a->kind == LM_AUTH_REJOIN_URGENT;
+	struct lm_hello hello;
+
+	if (!atomic_load(&door->rejoin_ok) ||
+	    check_hello(door, c, peer, urgent ? LM_AUTH_URGENT : LM_AUTH_MAIN, &hello) ||
+	    lm_auth_accept(c, door->o->key, ch, a))
+		return false;
+	pthread_mutex_lock(&door->lock);
+	if (door->rejoin_fd[urgent] >= 0)
+		close(door->rejoin_fd[urgent]);
+	door->rejoin_fd[urgent] = c->fd;
+	c->fd = -1;
+	pthread_cond_broadcast(&door->cond);
+	pthread_mutex_unlock(&door->lock);
+	lm_conn_close(c);
+	return true;
+}
+
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms)
+{
+	struct timespec ts;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += wait_ms / 1000;
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&door->lock);
+	while ((door->rejoin_fd[0] < 0 || door->rejoin_fd[1] < 0) && !ret)
+		ret = pthread_cond_timedwait(&door->cond, &door->lock, &ts);
+	if (door->rejoin_fd[0] >= 0 && door->rejoin_fd[1] >= 0) {
+		*mfd = door->rejoin_fd[0];
+		*ufd = door->rejoin_fd[1];
+		door->rejoin_fd[0] = door->rejoin_fd[1] = -1;
+		ret = 0;
+	} else {
+		ret = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&door->lock);
+	return ret;
 }
 
 /* While a migration runs: refuse other sources, keep rejoins for dest.c. */
@@ -214,8 +253,12 @@ static void *doorman(void *p)
 		if (ret)
 			break;
 		if ((a.kind == LM_AUTH_REJOIN_MAIN || a.kind == LM_AUTH_REJOIN_URGENT) &&
-		    same_session(door, &a) && lm_door_rejoin_offer(door, &c, &ch, &a))
+		    same_session(door, &a)) {
+			if (lm_door_rejoin_offer(door, &c, peer, &ch, &a))
+				continue;
+			lm_conn_close(&c);
 			continue;
+		}
 		say_refused(door, peer, "a migration is in progress (busy)");
 		lm_refuse(&c, LM_REFUSE_BUSY, 0, 0);
 		lm_conn_close(&c);

@@ -213,7 +213,8 @@ struct lm_door {
 	atomic_int stop;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int rejoin_fd;
+	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
+	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
 };
 
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
@@ -222,10 +223,13 @@ void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64
 int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
 int lm_door_start(struct lm_door *door);
+/* Both connections of a rejoin of this session, within wait_ms. */
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms);
 void lm_door_stop(struct lm_door *door);
 
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);
+int lm_connect_quiet(const char *addr, bool quiet);
 int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
 int lm_main(int argc, char **argv);

@@ -361,6 +361,11 @@ static int listen_on(const char *addr)
 
 int lm_connect(const char *addr)
 {
+	return lm_connect_quiet(addr, false);
+}
+
+int lm_connect_quiet(const char *addr, bool quiet)
+{
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1;
@@ -369,7 +374,8 @@ int lm_connect(const char *addr)
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ LM_SOCKBUF }, sizeof(int));
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
-		fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
+		if (!quiet)
+			fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;

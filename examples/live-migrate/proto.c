@@ -381,6 +381,16 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	return c->buf ? 0 : -ENOMEM;
 }
 
+void lm_conn_replace(struct lm_conn *c, int fd)
+{
+	pthread_mutex_lock(&c->wlock);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = fd;
+	c->err[0] = 0;
+	pthread_mutex_unlock(&c->wlock);
+}
+
 void lm_conn_close(struct lm_conn *c)
 {
 	if (c->fd >= 0)

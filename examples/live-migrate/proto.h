@@ -239,6 +239,8 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
 void lm_conn_reset(struct lm_conn *c);
+/* A new socket for the same connection (a rejoin); senders wait for it. */
+void lm_conn_replace(struct lm_conn *c, int fd);
 /* A malformed frame (exit 5), not a lost peer (exit 6)? */
 bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,

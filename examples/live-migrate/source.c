@@ -35,6 +35,10 @@ struct src {
 	pthread_t urg_tid;
 	bool urg_running;
 	atomic_int stale_ready;		/* 1: committed, state[] final; -1: aborted */
+	atomic_int urg_stop;		/* the urgent server is being stopped */
+	const char *addr;
+	unsigned int rejoins;
+	bool rejoining;			/* connect quietly: the link is coming back */
 	bool verify;			/* both ends agreed, from HELLO */
 	uint8_t session[LM_SESSION];
 	struct lm_hello hello;		/* as sent on the main connection */
@@ -302,6 +306,7 @@ static void *urgent_server(void *p)
 			    r.status == LM_RESP_DATA ? s->page : 0))
 			break;
 	}
+	/* a broken link: the destination sees it too and closes the main one */
 	return NULL;
 }
 
@@ -374,9 +379,11 @@ static void stop_urgent(struct src *s)
 		return;
 	if (atomic_load(&s->stale_ready) == 0)
 		atomic_store(&s->stale_ready, -1);
+	atomic_store(&s->urg_stop, 1);
 	shutdown(s->urg.fd, SHUT_RDWR);
 	pthread_join(s->urg_tid, NULL);
 	s->urg_running = false;
+	atomic_store(&s->urg_stop, 0);
 }
 
 /* The destination went away before it ran the workload: keep it here. */
@@ -403,13 +410,14 @@ static int abort_locally(struct src *s, const char *why)
 }
 
 
-/* Everything after the commit; the destination owns the workload. */
-static int postcopy(struct src *s)
+/* Everything after the commit, from the start: a rejoin repeats it all,
+ * and the destination takes each part once. */
+static int postcopy_pass(struct src *s)
 {
 	int ret = 0;
 
-	inject(s, "die-postcopy");
-	if (s->o->mode == LM_MODE_MINOR)
+	/* missing mode sent it before the commit; again after a rejoin */
+	if (s->o->mode == LM_MODE_MINOR || (s->o->mode == LM_MODE_MISSING && s->rejoins))
 		ret = send_stale_list(s, &s->st.bytes_push);
 	inject(s, "stop-postcopy");
 	if (!ret && s->o->mode != LM_MODE_STOPCOPY)
@@ -420,9 +428,103 @@ static int postcopy(struct src *s)
 	if (!ret)
 		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
 	/* the destination runs --after seconds, then verifies: not silence */
-	s->m.timeout_ms += (int)(s->o->after_s * 1000);
+	s->m.timeout_ms = s->o->timeout_ms + (int)(s->o->after_s * 1000);
 	if (!ret)
 		ret = wait_for(s, LM_FIN);
+	return ret;
+}
+
+static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
+		       unsigned int kind);
+
+/* What the destination still lacks after a rejoin: to be sent again. */
+static int take_need(struct src *s)
+{
+	uint64_t again = 0;
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&s->m, &s->g, &f))) {
+		const struct lm_need *n = f.fixed;
+
+		if (f.h.type != LM_NEED) {
+			snprintf(s->m.err, sizeof(s->m.err), "main connection: expected NEED after "
+				 "the rejoin, got %s", lm_type_name(f.h.type));
+			return -EBADMSG;
+		}
+		for (uint64_t k = 0; k < n->nbits; k++) {
+			uint8_t sent = S_SENT;
+
+			if (bit_get(f.data, k) &&
+			    atomic_compare_exchange_strong(&s->state[n->first + k], &sent, S_STALE))
+				again++;
+		}
+		if (f.h.flags & LM_F_LAST)
+			break;
+	}
+	lm_msg(s->o, "source: %llu pages sent before the break are sent again\n",
+	       (unsigned long long)again);
+	return ret;
+}
+
+/*
+ * The link broke after the commit while both ends live: connect again with
+ * the same key and session, learn what the destination still needs, and
+ * go on.  Within --timeout, or the destination is lost.
+ */
+static int rejoin(struct src *s)
+{
+	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)s->o->timeout_ms * 1000000ull;
+	int ret = -ETIMEDOUT;
+
+	stop_urgent(s);
+	lm_conn_close(&s->m);
+	lm_conn_close(&s->urg);
+	s->rejoining = true;
+	while (lm_now_ns() < end) {
+		ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN);
+		if (!ret)
+			ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT);
+		if (!ret || ret == -EACCES || ret == -ESRCH)
+			break;
+		lm_conn_close(&s->m);
+		lm_conn_close(&s->urg);
+		usleep(100000);
+	}
+	s->rejoining = false;
+	if (!ret)
+		ret = take_need(s);
+	if (ret) {
+		fprintf(stderr, "lm: source: no rejoin within %d ms: %s\n", s->o->timeout_ms,
+			s->m.err[0] ? s->m.err : strerror(-ret));
+		return ret;
+	}
+	s->urg.timeout_ms = 0;
+	if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+		return -EAGAIN;
+	s->urg_running = true;
+	s->rejoins++;
+	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break\n",
+		(double)(lm_now_ns() - t0) / 1e6);
+	return 0;
+}
+
+/* Everything after the commit; the destination owns the workload. */
+static int postcopy(struct src *s)
+{
+	int ret;
+
+	inject(s, "die-postcopy");
+	for (;;) {
+		ret = postcopy_pass(s);
+		if (!ret || lm_err_is_protocol(ret) || s->rejoins >= 16)
+			break;
+		fprintf(stderr, "lm: source: the link broke after the switch-over (%s); "
+			"rejoining\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		ret = rejoin(s);
+		if (ret)
+			break;
+	}
 	stop_urgent(s);
 	return ret;
 }
@@ -526,7 +628,7 @@ static int setup(struct src *s, const struct lm_opts *o)
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
 		       unsigned int kind)
 {
-	int fd = lm_connect(addr), ret;
+	int fd = lm_connect_quiet(addr, s->rejoining), ret;
 
 	if (fd < 0)
 		return -ECONNREFUSED;
@@ -536,7 +638,7 @@ static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const
 		return ret;
 	}
 	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
-	if (ret) {
+	if (ret && !s->rejoining) {
 		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);
 		return ret;
 	}
@@ -577,6 +679,7 @@ int lm_source(const struct lm_opts *o, const char *addr)
 		return LM_EXIT_USAGE;
 	}
 	s->t_start = lm_now_ns();
+	s->addr = addr;
 	ret = connect_both(s, addr);
 	if (ret)
 		return ret == -EACCES ? LM_EXIT_AUTH : ret == -ETIMEDOUT || ret == -EPIPE ?

@@ -25,8 +25,12 @@
 #include "lm.h"
 #include "test-util.h"
 
+/* a TCG guest is slow: idle limits are generous, but a dead source is only
+ * given a short while to rejoin */
+static const char *tmo = "20000";
+
 #define COMMON "--size", "4M", "--precopy", "0.2", "--after", "0.3", "--rounds", "2", \
-	"--stale", "0.2", "-q", "--timeout", "20000"
+	"--stale", "0.2", "-q", "--timeout", tmo
 
 /* dest and source, the source tracking with track; returns both exit statuses */
 static void migrate(const char *mode, const char *track, const char *src_inject,
@@ -137,7 +141,9 @@ static void source_dies(const char *mode)
 {
 	int s, d;
 
+	tmo = "3000";
 	migrate(mode, "auto", "die-postcopy", NULL, &s, &d);
+	tmo = "20000";
 	assert_int_equal(s, 9);
 	assert_int_equal(d, LM_EXIT_SOURCE_LOST);
 	assert_true(lmt_file_has("/tmp/lm-test-dest.err", "source lost during postcopy"));
