@@ -140,7 +140,7 @@ static double parse_num(const char *s, const char *opt, double k, double lo, dou
 	if (*end)
 		die_usage("%s: trailing characters in '%s'", opt, s);
 	if (!(v >= lo && v <= hi))
-		die_usage("%s must be in %g..%g, not '%s'", opt, lo, hi, s);
+		die_usage("%s must be in %.15g..%.15g, not '%s'", opt, lo, hi, s);
 	if (whole && v != floor(v))
 		die_usage("%s needs a whole number, not '%s'", opt, s);
 	return v;

@@ -172,6 +172,12 @@ static int precopy(struct src *s)
 	}
 	ret = send_pages(s, NULL, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
 	inject(s, "stop-precopy");
+	if (!ret && s->o->inject && !strcmp(s->o->inject, "bad-frame")) {
+		/* a page past the region: the destination must refuse it by name */
+		struct lm_pages bad = { .first = s->npages, .count = 1 };
+
+		ret = lm_send(&s->m, LM_PAGES, 0, &bad, s->back, s->page);
+	}
 	for (unsigned int round = 1; !ret && round < s->o->rounds; round++) {
 		struct lm_round rf = { .round = round };
 
