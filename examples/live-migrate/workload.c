@@ -220,10 +220,8 @@ int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int 
 
 int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
 	const struct wl_hdr *h = (const struct wl_hdr *)hdr_mem;
 	uint64_t rate = w->rate;
-	int ret;
 
 	if (h->magic != WL_MAGIC || h->nthreads < 1 || h->nthreads > WL_MAX_THREADS ||
 	    h->nrec != size / WL_REC)
@@ -233,20 +231,7 @@ int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_m
 	w->mem = mem;
 	w->size = size;
 	w->n = h->nthreads;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	sigaction(SIGBUS, &sa, NULL);
-	for (unsigned int t = 0; t < w->n; t++) {
-		wl_args[t] = (struct wl_arg){ w, t };
-		ret = pthread_create(&w->tid[t], NULL, wl_thread, &wl_args[t]);
-		if (ret) {
-			w->n = t;
-			wl_stop(w);
-			return -ret;
-		}
-	}
-	w->running = true;
-	return 0;
+	return spawn(w);
 }
 
 void wl_pause(struct workload *w)
