@@ -156,39 +156,162 @@ int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *s
 /* ---- handler -------------------------------------------------------- */
 
 /*
- * Called on a handler thread for each fault: make the page at offset (in
- * the region) right through the backing view and return 0, or return a
- * negated errno: the faulting thread then gets SIGBUS.
+ * Fill-once (0.2).  The library keeps the state of every page of a region:
+ * empty, filling (a callback or the application owns it), deferred (its
+ * callback returned UFFDM_FILL_LATER), filled or failed; and a generation
+ * that uffdm_region_discard() and uffdm_region_zap() advance (the pages are
+ * then empty again).  The fault callback runs exactly once per page per
+ * generation, however many threads fault on it and however many messages
+ * the kernel sends; the other threads wait until the page is mapped.  A
+ * fault on a filled page only maps/wakes.  See uffdm_handler_start(3).
+ */
+
+/*
+ * Called on a handler thread for the first fault on an empty page: make the
+ * page at offset (in the region) right through the backing view and return
+ * 0; return UFFDM_FILL_LATER to complete it later from any thread with
+ * uffdm_handler_complete(); or return a negated errno: every thread faulting
+ * on the page gets SIGBUS.  Never block: the other faults wait behind it.
  */
 typedef int (*uffdm_fault_fn)(void *arg, struct uffdm_region *r, size_t offset,
 			      const struct uffdm_event *ev);
-/* Called for every non-cooperative event (REMOVE, UNMAP, REMAP, FORK). */
+/*
+ * Called for every non-cooperative event (REMOVE, UNMAP, REMAP, FORK), and
+ * with UFFDM_HANDLER_OUTSIDE_EVENT for a fault outside every region.
+ */
 typedef void (*uffdm_event_fn)(void *arg, const struct uffdm_event *ev);
 
-#define UFFDM_HANDLER_SIGBUS_FD	(1u << 0) /* fail faults via a SIGBUS uffd even with POISON */
+/* A fault callback's "the application completes this page later". */
+#define UFFDM_FILL_LATER	1
 
+#define UFFDM_HANDLER_SIGBUS_FD	(1u << 0) /* fail faults via a SIGBUS uffd even with POISON */
+/*
+ * 0.2: a fault outside every region goes to the event callback, which owns
+ * it (resolve it, or the thread sleeps).  Without it the fault is failed:
+ * the thread gets SIGBUS.  Needs cfg->event.
+ */
+#define UFFDM_HANDLER_OUTSIDE_EVENT	(1u << 1)
+
+/*
+ * The first five fields are 0.1's; binaries linked against 0.1 keep working
+ * through the LIBUFFDMINOR_0.1 symbol versions.  reserved must be zero
+ * (-EINVAL otherwise): later releases give it meaning without growing the
+ * struct.
+ */
 struct uffdm_handler_config {
 	unsigned int threads;	/* 1..64 */
 	unsigned int flags;	/* UFFDM_HANDLER_* */
 	uffdm_fault_fn fault;
 	uffdm_event_fn event;	/* may be NULL */
 	void *arg;
+	uint64_t reserved[8];	/* 0.2: must be zero */
 };
+
+/* Power-of-two latency buckets: hist[i] counts [2^i, 2^(i+1)) ns; hist[0] [0, 2). */
+#define UFFDM_STATS_BUCKETS	40
 
 struct uffdm_stats {
-	uint64_t minor, missing, wp;	/* faults by kind */
+	/* 0.1 fields, same order */
+	uint64_t minor, missing, wp;	/* fault messages by kind */
 	uint64_t events;		/* non-cooperative events */
-	uint64_t resolved;		/* faults resolved */
-	uint64_t failed;		/* faults the callback failed: SIGBUS */
+	uint64_t resolved;		/* 0.2: pages mapped (by faults, completion and fill) */
+	uint64_t failed;		/* pages failed: SIGBUS */
 	uint64_t eexist, eagain;	/* benign races and retries */
-	uint64_t p50_ns, p99_ns, max_ns; /* read-to-wake latency */
+	uint64_t p50_ns, p99_ns, max_ns; /* read-to-wake latency of fault messages */
+	/* 0.2 */
+	uint64_t messages;		/* fault messages read (minor + missing + wp) */
+	uint64_t fills;			/* fault callbacks run (once per page per generation) */
+	uint64_t duplicates;		/* messages for a page already filling/filled: woken only */
+	uint64_t deferred;		/* callbacks that returned UFFDM_FILL_LATER */
+	uint64_t completed;		/* pages completed by uffdm_handler_complete() */
+	uint64_t outside;		/* faults outside every region */
+	uint64_t requeued;		/* faults woken unresolved to refault (EAGAIN crowd) */
+	uint64_t latency_count;		/* samples in hist */
+	uint64_t mean_ns;		/* mean read-to-wake latency */
+	uint64_t callback_ns;		/* total time in fault callbacks */
+	uint64_t ioctl_ns;		/* total time in resolving ioctls (CONTINUE, WAKE, ...) */
+	uint64_t hist[UFFDM_STATS_BUCKETS];
+	uint64_t reserved[15];		/* zero; later releases fill it */
 };
 
+/* r may be NULL (0.2): start serving no region, add them with uffdm_handler_region_add(). */
 int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
 			const struct uffdm_handler_config *cfg);
 int uffdm_handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
-/* Stops and joins the threads; st (may be NULL) gets the final counts. */
+/*
+ * Serves the faults already queued, fails (SIGBUS) pages still deferred,
+ * stops and joins the threads; st (may be NULL) gets the final counts.
+ */
 int uffdm_handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
+
+/* ---- handler 0.2: many regions, deferred completion, fill-once ------- */
+
+/*
+ * Serve r too (while the handler runs).  Regions are looked up by the
+ * address of their registered view in O(log n).  -EEXIST: r already served
+ * by h; -EBUSY: r served by another handler; -EINVAL: r overlaps a region
+ * of h.
+ */
+int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r);
+/*
+ * Stop serving r: later faults on it are outside every region.  -EBUSY
+ * (nothing changed) while a page of r is being filled or deferred;
+ * -ENOENT when h does not serve r.
+ */
+int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r);
+
+/*
+ * Complete the pages [off, off+len) of r, each deferred (its callback
+ * returned UFFDM_FILL_LATER) or claimed with uffdm_handler_claim(): with
+ * err 0 they are filled, mapped and their threads woken; with a negated
+ * errno they fail and their threads get SIGBUS.  Any thread, any time
+ * before uffdm_handler_stop().  -EINVAL: a page is not owned (empty or in a
+ * callback); -EALREADY: a page is already filled or failed (completed
+ * twice); in both cases nothing is changed.  -ESTALE: the range was
+ * discarded or zapped meanwhile.
+ */
+int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, int err);
+
+#define UFFDM_CLAIM_WAIT	(1u << 0) /* wait while a callback fills the page */
+
+/* What uffdm_handler_claim() found. */
+#define UFFDM_CLAIM_NONE	0 /* filled or failed (or, without WAIT, in a callback) */
+#define UFFDM_CLAIM_EMPTY	1 /* was empty: now the caller's */
+#define UFFDM_CLAIM_DEFERRED	2 /* a fault waits for it, its callback returned LATER */
+
+/*
+ * Take the page at off for filling outside the fault callback (readahead,
+ * background fill): on UFFDM_CLAIM_EMPTY the page is the caller's, and on
+ * UFFDM_CLAIM_DEFERRED a fault waits for it; either way write it through
+ * the backing view, then uffdm_handler_complete().  Inside a fault
+ * callback WAIT is ignored (a page in another callback is filled by that
+ * callback).  Negated errno for a bad argument.
+ */
+int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			unsigned int flags);
+
+/* Fills one page through the backing view for uffdm_handler_fill(): 0 or -errno. */
+typedef int (*uffdm_fill_fn)(void *arg, struct uffdm_region *r, size_t offset);
+/*
+ * Readahead: for every empty page of [off, off+len), claim it, call fill
+ * and complete it (mapped, so touching it will not fault).  Filled, failed,
+ * deferred pages and pages in a callback are skipped.  Callable from a
+ * fault callback.  Pages filled (>= 0), or a negated errno.
+ */
+ssize_t uffdm_handler_fill(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, uffdm_fill_fn fill, void *arg);
+
+enum uffdm_page_state {
+	UFFDM_PAGE_EMPTY = 0,
+	UFFDM_PAGE_FILLING,	/* in a fault callback, or claimed */
+	UFFDM_PAGE_DEFERRED,	/* callback returned UFFDM_FILL_LATER */
+	UFFDM_PAGE_FILLED,
+	UFFDM_PAGE_FAILED,
+};
+
+/* The state of the page at off (>= 0), or a negated errno. */
+int uffdm_region_page_state(const struct uffdm_region *r, size_t off);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The fault-service loop: N threads read events, call the user's callback
- * to make each page right through the backing view, then map and wake.
- * Everything a thread needs on the fault path is allocated at start.
+ * The fault-service loop: N threads read events, look the fault up in the
+ * handler's set of regions, and take its page through the region's state
+ * machine (pagestate.c): only the first fault on an empty page runs the
+ * user's callback; the others wait in the kernel until that page is
+ * mapped.  Everything a thread needs on the fault path is allocated at
+ * start (the region table only changes on add/remove).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,48 +15,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "handler.h"
 
-#define BATCH		64
-#define MAX_THREADS	64
+static __thread struct hthread *cur_thread;
 
-/*
- * Log-linear latency histogram: 16 sub-buckets per power of two, so a
- * percentile is within 1/16 of the truth, in 8 KiB per thread.
- */
-#define HIST_SUB_BITS	4
-#define HIST_SUB	(1u << HIST_SUB_BITS)
-#define HIST_BUCKETS	(64 * HIST_SUB)
+/* The handler thread running a callback right now on this thread, or NULL. */
+struct hthread *uffdm__current(const struct uffdm_handler *h)
+{
+	return cur_thread && cur_thread->h == h ? cur_thread : NULL;
+}
 
-enum counter {
-	C_MINOR, C_MISSING, C_WP, C_EVENTS, C_RESOLVED, C_FAILED, C_EEXIST, C_EAGAIN, C_NR
-};
-
-struct hthread {
-	pthread_t tid;
-	struct uffdm_handler *h;
-	uint64_t count[C_NR];
-	uint64_t max_ns;
-	uint64_t hist[HIST_BUCKETS];
-	struct uffdm_event batch[BATCH];
-	struct uffdm_event spill[BATCH];
-	unsigned int nspill;
-};
-
-struct uffdm_handler {
-	struct uffdm *u;
-	struct uffdm_region *r;
-	struct uffdm_handler_config cfg;
-	int stop_fd;		/* eventfd: readable once stopping */
-	struct uffdm *sigbus;	/* failure path without POISON */
-	bool poison;
-	unsigned int started;
-	struct hthread th[];
-};
+/* ---- counters and latency ------------------------------------------- */
 
 static unsigned int hist_index(uint64_t ns)
 {
@@ -79,7 +53,15 @@ static uint64_t hist_value(unsigned int idx)
 	return lo + ((1ull << shift) >> 1);
 }
 
-static uint64_t now_ns(void)
+/* The power of two a fine bucket lies in: the exported bucket. */
+static unsigned int hist_pow2(unsigned int idx)
+{
+	if (idx < HIST_SUB)
+		return idx < 2 ? 0 : 31u - (unsigned int)__builtin_clz(idx);
+	return idx / HIST_SUB + HIST_SUB_BITS - 1;
+}
+
+uint64_t uffdm__now_ns(void)
 {
 	struct timespec ts;
 
@@ -87,18 +69,138 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Relaxed atomics: one writer per thread, readers in uffdm_handler_stats(). */
-static void count(struct hthread *t, enum counter c)
+/*
+ * Relaxed atomics: each handler thread writes its own block; the shared
+ * block for application threads (completion, fill) has many writers, which
+ * the atomic add serves too.  Readers are in uffdm_handler_stats().
+ */
+void uffdm__count(struct hthread *t, enum counter c, uint64_t n)
 {
-	__atomic_fetch_add(&t->count[c], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->count[c], n, __ATOMIC_RELAXED);
 }
 
 static void record_latency(struct hthread *t, uint64_t ns)
 {
 	__atomic_fetch_add(&t->hist[hist_index(ns)], 1, __ATOMIC_RELAXED);
+	uffdm__count(t, C_LAT_SUM, ns);
 	if (ns > __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&t->max_ns, ns, __ATOMIC_RELAXED);
 }
+
+/* ---- region table ----------------------------------------------------- */
+
+/* The region whose registered view holds addr; the caller holds the lock. */
+static struct uffdm_region *lookup(const struct uffdm_handler *h, uint64_t addr)
+{
+	unsigned int lo = 0, hi = h->nregions;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		const struct uffdm_region *r = h->regions[mid];
+
+		if (addr < r->uaddr)
+			hi = mid;
+		else if (addr - r->uaddr >= r->size)
+			lo = mid + 1;
+		else
+			return h->regions[mid];
+	}
+	return NULL;
+}
+
+/* Where r goes in the sorted table, or -EINVAL when it overlaps a neighbour. */
+static int insert_pos(const struct uffdm_handler *h, const struct uffdm_region *r)
+{
+	unsigned int i = 0;
+
+	while (i < h->nregions && h->regions[i]->uaddr < r->uaddr)
+		i++;
+	if (i > 0 && h->regions[i - 1]->uaddr + h->regions[i - 1]->size > r->uaddr)
+		return -EINVAL;
+	if (i < h->nregions && r->uaddr + r->size > h->regions[i]->uaddr)
+		return -EINVAL;
+	return (int)i;
+}
+
+static int check_region(const struct uffdm_region *r)
+{
+	if (!r || !r->pstate || !r->uaddr || r->uaddr % r->page)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A local view's failed pages move to a SIGBUS descriptor the region owns:
+ * opened here, not on the fault path, so failing needs no allocation.
+ * WP on shmem and hugetlbfs needs its feature asked for on that descriptor.
+ */
+static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	uint64_t feat = UFFD_FEATURE_SIGBUS | (h->u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+
+	if (r->sigbus || !uffdm__region_local(r))
+		return 0;
+	return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
+}
+
+int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	struct uffdm_region **grown;
+	int pos, ret;
+
+	if (!h || check_region(r))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&h->lock);
+	ret = r->handler == h ? -EEXIST : r->handler ? -EBUSY : 0;
+	pos = ret ? ret : insert_pos(h, r);
+	if (pos < 0)
+		goto out;
+	ret = prepare_region(h, r);
+	if (ret)
+		goto out;
+	if (h->nregions == h->cap) {
+		grown = realloc(h->regions, (h->cap * 2 + 4) * sizeof(*grown));
+		ret = grown ? 0 : -ENOMEM;
+		if (ret)
+			goto out;
+		h->regions = grown;
+		h->cap = h->cap * 2 + 4;
+	}
+	memmove(h->regions + pos + 1, h->regions + pos,
+		(h->nregions - (unsigned int)pos) * sizeof(*h->regions));
+	h->regions[pos] = r;
+	h->nregions++;
+	r->handler = h;
+out:
+	pthread_rwlock_unlock(&h->lock);
+	return pos < 0 ? pos : ret;
+}
+
+int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (!h || !r)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&h->lock);
+	for (i = 0; i < h->nregions && h->regions[i] != r; i++)
+		;
+	if (i == h->nregions)
+		ret = -ENOENT;
+	else if (uffdm__region_busy(r))
+		ret = -EBUSY;
+	if (!ret) {
+		memmove(h->regions + i, h->regions + i + 1,
+			(h->nregions - i - 1) * sizeof(*h->regions));
+		h->nregions--;
+		r->handler = NULL;
+	}
+	pthread_rwlock_unlock(&h->lock);
+	return ret;
+}
+
+/* ---- events ------------------------------------------------------------ */
 
 static bool is_fault(const struct uffdm_event *ev)
 {
@@ -106,16 +208,19 @@ static bool is_fault(const struct uffdm_event *ev)
 	       ev->kind == UFFDM_EVENT_WP;
 }
 
-static char *fault_page(const struct uffdm_handler *h, const struct uffdm_event *ev)
-{
-	return (char *)(uintptr_t)(ev->addr & ~((uint64_t)h->r->page - 1));
-}
-
+/*
+ * Nobody to hand a FORK's child descriptor to: close it, or it leaks (and
+ * keeps the child's registered ranges waiting on a descriptor no one reads).
+ */
 static void serve_event(struct hthread *t, const struct uffdm_event *ev)
 {
-	count(t, C_EVENTS);
-	if (t->h->cfg.event)
-		t->h->cfg.event(t->h->cfg.arg, ev);
+	struct uffdm_handler *h = t->h;
+
+	uffdm__count(t, C_EVENTS, 1);
+	if (h->cfg.event)
+		h->cfg.event(h->cfg.arg, ev);
+	else if (ev->kind == UFFDM_EVENT_FORK && ev->fork_fd >= 0)
+		close(ev->fork_fd);
 }
 
 /*
@@ -124,71 +229,35 @@ static void serve_event(struct hthread *t, const struct uffdm_event *ev)
  * without resolving: events are served, faults are woken unresolved, so
  * their threads fault again and come back as fresh events later.
  */
-static void requeue_spill(struct hthread *t)
+void uffdm__requeue_spill(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill)
 {
-	struct uffdm_handler *h = t->h;
+	size_t small = (size_t)sysconf(_SC_PAGESIZE);
 
-	for (unsigned int i = 0; i < t->nspill; i++) {
-		if (is_fault(&t->spill[i]))
-			uffdm_wake(h->u, fault_page(h, &t->spill[i]), h->r->page);
+	uffdm__count(t, C_REQUEUED, *nspill);
+	for (unsigned int i = 0; i < *nspill; i++) {
+		if (is_fault(&spill[i]))
+			uffdm_wake(t->h->u, (void *)(uintptr_t)(spill[i].addr & ~(small - 1)),
+				   small);
 		else
-			serve_event(t, &t->spill[i]);
+			serve_event(t, &spill[i]);
 	}
-	t->nspill = 0;
+	*nspill = 0;
 }
 
 /* A resolving ioctl got EAGAIN: read the pending event so the kernel lets us. */
-static void drain(struct hthread *t)
+void uffdm__drain(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill,
+		  unsigned int max)
 {
 	int n;
 
-	count(t, C_EAGAIN);
-	if (t->nspill == BATCH)
-		requeue_spill(t);
-	n = uffdm_events_read(t->h->u, t->spill + t->nspill, BATCH - t->nspill,
-			      UFFDM_READ_NONBLOCK);
+	uffdm__count(t, C_EAGAIN, 1);
+	if (*nspill == max)
+		uffdm__requeue_spill(t, spill, nspill);
+	n = uffdm_events_read(t->h->u, spill + *nspill, max - *nspill, UFFDM_READ_NONBLOCK);
 	if (n > 0)
-		t->nspill += (unsigned int)n;
+		*nspill += (unsigned int)n;
 	else
 		sched_yield();	/* another handler thread is reading it */
-}
-
-static int poison_page(struct hthread *t, char *page, size_t len)
-{
-	ssize_t done;
-
-	for (;;) {
-		done = uffdm_poison(t->h->u, page, len, 0);
-		if (done != -EAGAIN)
-			break;
-		drain(t);
-	}
-	if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
-		return uffdm_wake(t->h->u, page, len);
-	return done < 0 ? (int)done : 0;
-}
-
-/*
- * The callback could not make the page right.  Never leave the faulting
- * thread asleep: poison the page (6.6+), so its retry gets SIGBUS; or move
- * the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose faults
- * are SIGBUS without an event, and wake the thread into it.  The wake comes
- * last whatever failed before it: a thread refaulting is better than one
- * asleep for ever.
- */
-static int fail_page(struct hthread *t, char *page, size_t len)
-{
-	struct uffdm_handler *h = t->h;
-	int ret, woke;
-
-	if (h->poison)
-		return poison_page(t, page, len);
-	/* A MINOR-only range is not woken by UNREGISTER, so no window opens. */
-	ret = uffdm_range_unregister(h->u, page, len);
-	if (!ret)
-		ret = uffdm_range_register(h->sigbus, page, len, 0, NULL);
-	woke = uffdm_wake(h->u, page, len);
-	return ret ? ret : woke;
 }
 
 static enum counter kind_counter(enum uffdm_event_kind k)
@@ -203,65 +272,39 @@ static enum counter kind_counter(enum uffdm_event_kind k)
 	}
 }
 
-static int unprotect(struct hthread *t, char *page)
-{
-	int ret;
-
-	for (;;) {
-		ret = uffdm_writeprotect(t->h->u, page, t->h->r->page, false);
-		if (ret != -EAGAIN)
-			return ret;
-		drain(t);
-	}
-}
-
-static int map_page(struct hthread *t, char *page)
-{
-	unsigned int before;
-	int ret;
-
-	for (;;) {
-		before = t->nspill;
-		ret = uffdm_resolve(t->h->u, page, t->h->r->page, t->spill, BATCH, &t->nspill);
-		if (t->nspill != before)
-			count(t, C_EAGAIN);
-		if (ret == 1)
-			count(t, C_EEXIST);
-		if (ret != -EAGAIN)
-			return ret < 0 ? ret : 0;
-		requeue_spill(t);
-	}
-}
-
-static int make_right(struct hthread *t, char *page, const struct uffdm_event *ev)
+/*
+ * No region holds the address.  It is never another region's business, so
+ * it is either the application's (OUTSIDE_EVENT) or failed.
+ */
+static void serve_outside(struct hthread *t, const struct uffdm_event *ev)
 {
 	struct uffdm_handler *h = t->h;
-	struct uffdm_region *r = h->r;
-	size_t off = (size_t)(page - (char *)r->view);
-	int ret;
 
-	if ((uintptr_t)page < (uintptr_t)r->view || off >= r->size)
-		return -EFAULT;
-	ret = h->cfg.fault(h->cfg.arg, r, off, ev);
-	if (ret)
-		return ret < 0 ? ret : -EIO;
-	if (ev->kind == UFFDM_EVENT_WP)
-		return unprotect(t, page);
-	return map_page(t, page);
+	uffdm__count(t, C_OUTSIDE, 1);
+	if (h->cfg.flags & UFFDM_HANDLER_OUTSIDE_EVENT) {
+		h->cfg.event(h->cfg.arg, ev);
+		return;
+	}
+	uffdm__count(t, C_FAILED, 1);
+	uffdm__fail_outside(t, ev->addr);
 }
 
 static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 {
-	char *page = fault_page(t->h, ev);
+	struct uffdm_handler *h = t->h;
+	struct uffdm_region *r;
 
-	count(t, kind_counter(ev->kind));
-	if (make_right(t, page, ev)) {
-		count(t, C_FAILED);
-		fail_page(t, page, t->h->r->page);
-	} else {
-		count(t, C_RESOLVED);
-	}
-	record_latency(t, now_ns() - t0);
+	uffdm__count(t, kind_counter(ev->kind), 1);
+	uffdm__count(t, C_MESSAGES, 1);
+	/* Held across the callback: a region cannot leave while its page is served. */
+	pthread_rwlock_rdlock(&h->lock);
+	r = lookup(h, ev->addr);
+	if (r)
+		uffdm__serve_page(t, r, ev);
+	else
+		serve_outside(t, ev);
+	pthread_rwlock_unlock(&h->lock);
+	record_latency(t, uffdm__now_ns() - t0);
 }
 
 static void serve(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
@@ -283,6 +326,23 @@ static void serve_spill(struct hthread *t, uint64_t t0)
 	}
 }
 
+/* Serve one batch; 0 when nothing was queued. */
+static int serve_batch(struct hthread *t)
+{
+	uint64_t t0;
+	int n;
+
+	n = uffdm_events_read(t->h->u, t->batch, BATCH, UFFDM_READ_NONBLOCK);
+	if (n <= 0)
+		return 0;
+	t0 = uffdm__now_ns();
+	for (int i = 0; i < n; i++) {
+		serve(t, &t->batch[i], t0);
+		serve_spill(t, t0);
+	}
+	return n;
+}
+
 static void *handler_thread(void *arg)
 {
 	struct hthread *t = arg;
@@ -291,35 +351,37 @@ static void *handler_thread(void *arg)
 		{ .fd = h->u->fd, .events = POLLIN },
 		{ .fd = h->stop_fd, .events = POLLIN },
 	};
-	uint64_t t0;
-	int n;
 
+	cur_thread = t;
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents)
 			break;
-		n = uffdm_events_read(h->u, t->batch, BATCH, UFFDM_READ_NONBLOCK);
-		if (n <= 0)
-			continue;
-		t0 = now_ns();
-		for (int i = 0; i < n; i++) {
-			serve(t, &t->batch[i], t0);
-			serve_spill(t, t0);
-		}
+		serve_batch(t);
 	}
+	/* Stopping: what is already queued is served, never left asleep. */
+	while (serve_batch(t))
+		;
+	cur_thread = NULL;
 	return NULL;
 }
 
-static int check_config(const struct uffdm *u, const struct uffdm_region *r,
-			const struct uffdm_handler_config *cfg)
+/* ---- start, stats, stop ---------------------------------------------- */
+
+static int check_config(const struct uffdm *u, const struct uffdm_handler_config *cfg)
 {
-	if (!u || !r || !cfg || !cfg->fault)
+	if (!u || !cfg || !cfg->fault)
 		return -EINVAL;
 	if (!cfg->threads || cfg->threads > MAX_THREADS)
 		return -EINVAL;
-	if (cfg->flags & ~UFFDM_HANDLER_SIGBUS_FD)
+	if (cfg->flags & ~(UFFDM_HANDLER_SIGBUS_FD | UFFDM_HANDLER_OUTSIDE_EVENT))
 		return -EINVAL;
+	if ((cfg->flags & UFFDM_HANDLER_OUTSIDE_EVENT) && !cfg->event)
+		return -EINVAL;
+	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(cfg->reserved); i++)
+		if (cfg->reserved[i])
+			return -EINVAL;
 	return 0;
 }
 
@@ -341,7 +403,20 @@ static int prepare(struct uffdm_handler *h)
 	return uffdm_open(&h->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_SIGBUS);
 }
 
-int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
+static void handler_free(struct uffdm_handler *h)
+{
+	for (unsigned int i = 0; i < h->nregions; i++)
+		h->regions[i]->handler = NULL;
+	free(h->regions);
+	if (h->stop_fd >= 0)
+		close(h->stop_fd);
+	uffdm_close(h->sigbus);
+	__atomic_store_n(&h->u->served, false, __ATOMIC_RELEASE);
+	pthread_rwlock_destroy(&h->lock);
+	free(h);
+}
+
+int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
 			const struct uffdm_handler_config *cfg)
 {
 	struct uffdm_handler *h;
@@ -349,17 +424,31 @@ int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffd
 
 	if (!out)
 		return -EINVAL;
-	ret = check_config(u, r, cfg);
+	ret = check_config(u, cfg);
 	if (ret)
 		return ret;
-	h = calloc(1, sizeof(*h) + cfg->threads * sizeof(h->th[0]));
+	/* th[threads] is the block application threads count into. */
+	h = calloc(1, sizeof(*h) + (cfg->threads + 1) * sizeof(h->th[0]));
 	if (!h)
 		return -ENOMEM;
+	/* Two readers of one descriptor would each fail the other's faults. */
+	if (__atomic_exchange_n(&u->served, true, __ATOMIC_ACQ_REL)) {
+		free(h);
+		return -EBUSY;
+	}
 	h->u = u;
-	h->r = r;
 	h->cfg = *cfg;
 	h->stop_fd = -1;
+	h->ext = &h->th[cfg->threads];
+	h->ext->h = h;
+	pthread_rwlock_init(&h->lock, NULL);
 	ret = prepare(h);
+	if (!ret && r)
+		ret = uffdm_handler_region_add(h, r);
+	if (ret) {
+		handler_free(h);
+		return ret;
+	}
 	for (unsigned int i = 0; !ret && i < cfg->threads; i++) {
 		h->th[i].h = h;
 		ret = -pthread_create(&h->th[i].tid, NULL, handler_thread, &h->th[i]);
@@ -367,7 +456,7 @@ int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffd
 			h->started++;
 	}
 	if (ret) {
-		uffdm_handler_stop(h, NULL);
+		uffdm__handler_stop(h, NULL);
 		return ret;
 	}
 	*out = h;
@@ -375,8 +464,8 @@ int uffdm_handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffd
 }
 
 /*
- * A bucket's value is its upper edge, which may lie above the largest
- * sample: never report a percentile above the exact maximum.
+ * A bucket's value is its middle, which may lie above the largest sample:
+ * never report a percentile above the exact maximum.
  */
 static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pct,
 			   uint64_t max)
@@ -391,58 +480,91 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pc
 	return 0;
 }
 
+static void sum_threads(const struct uffdm_handler *h, uint64_t *c, uint64_t *hist,
+			uint64_t *max)
+{
+	for (unsigned int i = 0; i <= h->cfg.threads; i++) {
+		const struct hthread *t = &h->th[i];
+		uint64_t m = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
+
+		if (i < h->cfg.threads && i >= h->started)
+			continue;
+		for (int k = 0; k < C_NR; k++)
+			c[k] += __atomic_load_n(&t->count[k], __ATOMIC_RELAXED);
+		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+			hist[b] += __atomic_load_n(&t->hist[b], __ATOMIC_RELAXED);
+		if (m > *max)
+			*max = m;
+	}
+}
+
 /* Sums the threads' counters; a snapshot, consistent enough while running. */
-int uffdm_handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
+int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
 {
 	uint64_t hist[HIST_BUCKETS] = { 0 };
 	uint64_t c[C_NR] = { 0 }, total = 0, max = 0;
 
 	if (!h || !st)
 		return -EINVAL;
-	for (unsigned int i = 0; i < h->started; i++) {
-		const struct hthread *t = &h->th[i];
-		uint64_t m = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
-
-		for (int k = 0; k < C_NR; k++)
-			c[k] += __atomic_load_n(&t->count[k], __ATOMIC_RELAXED);
-		for (unsigned int b = 0; b < HIST_BUCKETS; b++)
-			hist[b] += __atomic_load_n(&t->hist[b], __ATOMIC_RELAXED);
-		if (m > max)
-			max = m;
-	}
-	for (unsigned int b = 0; b < HIST_BUCKETS; b++)
+	sum_threads(h, c, hist, &max);
+	memset(st, 0, sizeof(*st));
+	for (unsigned int b = 0; b < HIST_BUCKETS; b++) {
 		total += hist[b];
-	*st = (struct uffdm_stats){
-		.minor = c[C_MINOR], .missing = c[C_MISSING], .wp = c[C_WP],
-		.events = c[C_EVENTS], .resolved = c[C_RESOLVED], .failed = c[C_FAILED],
-		.eexist = c[C_EEXIST], .eagain = c[C_EAGAIN],
-		.p50_ns = percentile(hist, total, 50, max),
-		.p99_ns = percentile(hist, total, 99, max),
-		.max_ns = max,
-	};
+		st->hist[hist_pow2(b) < UFFDM_STATS_BUCKETS ? hist_pow2(b) :
+			 UFFDM_STATS_BUCKETS - 1] += hist[b];
+	}
+	st->minor = c[C_MINOR];
+	st->missing = c[C_MISSING];
+	st->wp = c[C_WP];
+	st->events = c[C_EVENTS];
+	st->resolved = c[C_RESOLVED];
+	st->failed = c[C_FAILED];
+	st->eexist = c[C_EEXIST];
+	st->eagain = c[C_EAGAIN];
+	st->p50_ns = percentile(hist, total, 50, max);
+	st->p99_ns = percentile(hist, total, 99, max);
+	st->max_ns = max;
+	st->messages = c[C_MESSAGES];
+	st->fills = c[C_FILLS];
+	st->duplicates = c[C_DUP];
+	st->deferred = c[C_DEFERRED];
+	st->completed = c[C_COMPLETED];
+	st->outside = c[C_OUTSIDE];
+	st->requeued = c[C_REQUEUED];
+	st->latency_count = total;
+	st->mean_ns = total ? c[C_LAT_SUM] / total : 0;
+	st->callback_ns = c[C_CB_NS];
+	st->ioctl_ns = c[C_IOCTL_NS];
 	return 0;
 }
 
 /*
  * Counts are taken after the threads are joined: a fault's thread runs on
- * as soon as it is woken, before its handler has counted it.
+ * as soon as it is woken, before its handler has counted it.  The threads
+ * serve what is queued before they leave; pages still deferred then have
+ * no one to complete them and fail, so no thread sleeps on past the stop.
  */
-int uffdm_handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
+int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 {
 	uint64_t one = 1;
 	int ret = 0;
 
 	if (!h)
 		return -EINVAL;
+	__atomic_store_n(&h->stopping, true, __ATOMIC_RELEASE);
 	if (h->stop_fd >= 0 && write(h->stop_fd, &one, sizeof(one)) < 0)
 		ret = -errno;
 	for (unsigned int i = 0; i < h->started; i++)
 		pthread_join(h->th[i].tid, NULL);
+	for (unsigned int i = 0; i < h->nregions; i++)
+		uffdm__fail_deferred(h, h->regions[i]);
 	if (st)
-		uffdm_handler_stats(h, st);
-	if (h->stop_fd >= 0)
-		close(h->stop_fd);
-	uffdm_close(h->sigbus);
-	free(h);
+		uffdm__handler_stats(h, st);
+	handler_free(h);
 	return ret;
 }
+
+/* The 0.2 layouts are the default versions; src/compat.c keeps 0.1's. */
+__asm__(".symver uffdm__handler_start,uffdm_handler_start@@LIBUFFDMINOR_0.2");
+__asm__(".symver uffdm__handler_stats,uffdm_handler_stats@@LIBUFFDMINOR_0.2");
+__asm__(".symver uffdm__handler_stop,uffdm_handler_stop@@LIBUFFDMINOR_0.2");

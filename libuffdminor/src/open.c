@@ -207,7 +207,8 @@ int uffdm_open(struct uffdm **out, unsigned int flags, uint64_t features)
 	}
 	u->fd = fd;
 	u->flags = flags;
-	u->features = api.features;
+	/* UFFDIO_API answers with every feature it knows; ours are the ones asked for. */
+	u->features = features & api.features;
 	u->ioctls = api.ioctls;
 	u->avail = p.features;
 	u->nonblock = flags & UFFDM_OPEN_NONBLOCK;

@@ -309,10 +309,14 @@ static ssize_t read_batch(struct uffdm *u, struct uffd_msg *msgs, unsigned int n
 	for (;;) {
 		if (u->nonblock != nonblock) {
 			ret = wait_readable(u->fd, nonblock ? 0 : -1);
+			if (ret == -EINTR)	/* a signal is no answer: wait on */
+				continue;
 			if (ret <= 0)
 				return ret;
 		}
 		got = read_msgs(u->fd, msgs, n);
+		if (got == -EINTR)
+			continue;
 		if (got != -EAGAIN)
 			return got;
 		/* Nothing, or another reader took it: only a blocking read waits again. */
@@ -343,20 +347,36 @@ int uffdm_events_read(struct uffdm *u, struct uffdm_event *ev, unsigned int max,
 	return (int)got;
 }
 
+/* The page size after `cur` to try, 0 after the largest. */
+static size_t next_page_size(size_t cur)
+{
+	static const size_t sizes[] = { 2UL << 20, 1UL << 30 };
+
+	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(sizes); i++)
+		if (sizes[i] > cur)
+			return sizes[i];
+	return 0;
+}
+
 /*
  * Map [addr, addr+len) and wake its waiters, whatever races happened:
- * EEXIST means another resolver mapped it first (CONTINUE then wakes no
- * one, so we do); EAGAIN means a non-cooperative event is unread, and the
- * kernel refuses until somebody reads it: read events into spill and retry.
- * Returns 0 when we mapped it all, 1 when some was already mapped, -EAGAIN
- * when spill is full, or the kernel's error.
+ * EEXIST means a page is mapped already (another resolver was first;
+ * CONTINUE then wakes no one, so we do) and the pages after it are still
+ * to map: step over it and go on.  Its size is not known here: 4 KiB
+ * first, and when the kernel refuses the next address (EINVAL: inside a
+ * huge page), back to the mapped page and step by 2 MiB, then 1 GiB.
+ * EAGAIN means a non-cooperative event is unread, and the kernel refuses
+ * until somebody reads it: read events into spill and retry.
+ * Returns 0 when we mapped it all, 1 when some was already mapped (and
+ * the rest is mapped now), -EAGAIN when spill is full, or the kernel's error.
  */
 int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *spill,
 		  unsigned int spill_max, unsigned int *nspill)
 {
 	char *p = addr;
+	size_t step = 0;	/* the last step over a mapped page */
 	ssize_t done;
-	int got;
+	int got, ret = 0;
 
 	if (!u || (spill_max && (!spill || !nspill)) || (nspill && *nspill > spill_max))
 		return -EINVAL;
@@ -367,10 +387,26 @@ int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *s
 			len -= (size_t)done;
 			continue;
 		}
+		if (done == -EINVAL && step && next_page_size(step)) {
+			p -= step;
+			len += step;
+			step = next_page_size(step);
+			if (step > len)
+				break;
+			done = -EEXIST;
+		}
 		if (done == -EEXIST) {
-			int ret = uffdm_wake(u, p, len);
-
-			return ret ? ret : 1;
+			if (!step)
+				step = (size_t)sysconf(_SC_PAGESIZE);
+			got = uffdm_wake(u, p, step < len ? step : len);
+			if (got)
+				return got;
+			ret = 1;
+			if (step >= len)
+				break;
+			p += step;
+			len -= step;
+			continue;
 		}
 		if (done != -EAGAIN)
 			return done ? (int)done : -EIO;
@@ -385,5 +421,5 @@ int uffdm_resolve(struct uffdm *u, void *addr, size_t len, struct uffdm_event *s
 		if (!got)
 			sched_yield();
 	}
-	return 0;
+	return ret;
 }

@@ -64,8 +64,25 @@ static void *map_shared(int fd, size_t size)
 	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 }
 
+/* One state word per page, all empty in generation 0. */
+int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr)
+{
+	r->uaddr = uaddr;
+	r->pstate = calloc(r->size / r->page, sizeof(*r->pstate));
+	return r->pstate ? 0 : -ENOMEM;
+}
+
+void uffdm__region_fini_state(struct uffdm_region *r)
+{
+	free(r->pstate);
+	r->pstate = NULL;
+	uffdm_close(r->sigbus);
+	r->sigbus = NULL;
+}
+
 static void region_free(struct uffdm_region *r)
 {
+	uffdm__region_fini_state(r);
 	if (r->view && r->view != MAP_FAILED)
 		munmap(r->view, r->size);
 	if (r->backing_view && r->backing_view != MAP_FAILED)
@@ -116,6 +133,11 @@ int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, s
 	r->backing_view = map_shared(r->fd, size);
 	if (r->backing_view == MAP_FAILED)
 		goto fail;
+	ret = uffdm__region_init_state(r, (uintptr_t)r->view);
+	if (ret) {
+		region_free(r);
+		return ret;
+	}
 	*out = r;
 	return 0;
 fail:
@@ -155,6 +177,36 @@ int uffdm_region_fd(const struct uffdm_region *r)
 	return r ? r->fd : -EINVAL;
 }
 
+/*
+ * The pages' contents are going: they must be filled again, so the next
+ * fault runs the callback.  Advanced before the pages go, so no fault can
+ * see them gone and still "filled".
+ */
+static void advance_generation(struct uffdm_region *r, size_t off, size_t len)
+{
+	for (size_t i = off / r->page; i < (off + len) / r->page; i++) {
+		uint32_t old = __atomic_load_n(&r->pstate[i], __ATOMIC_RELAXED), new;
+
+		do
+			new = ((old >> UFFDM_PS_BITS) + 1) << UFFDM_PS_BITS | UFFDM_PAGE_EMPTY;
+		while (!__atomic_compare_exchange_n(&r->pstate[i], &old, new, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	}
+}
+
+int uffdm_region_page_state(const struct uffdm_region *r, size_t off)
+{
+	unsigned int st;
+
+	if (!r || !r->pstate)
+		return -EINVAL;
+	if (off >= r->size)
+		return -ERANGE;
+	st = __atomic_load_n(&r->pstate[off / r->page], __ATOMIC_ACQUIRE) & UFFDM_PS_MASK;
+	/* Internal states beyond the public ones are fills in progress. */
+	return st > UFFDM_PAGE_FAILED ? UFFDM_PAGE_FILLING : (int)st;
+}
+
 /* Whole pages inside the region only: hugetlb refuses anything else anyway. */
 static int check_span(const struct uffdm_region *r, size_t off, size_t len)
 {
@@ -171,6 +223,8 @@ static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
 
 	if (ret)
 		return ret;
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		advance_generation(r, off, len);
 	if (fallocate(r->fd, mode, (off_t)off, (off_t)len) < 0)
 		return -errno;
 	return 0;
@@ -199,6 +253,9 @@ int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len)
 
 	if (ret)
 		return ret;
+	if (!r->view)	/* a view in another process: zap it there */
+		return -EOPNOTSUPP;
+	advance_generation(r, off, len);
 	if (madvise((char *)r->view + off, len, MADV_DONTNEED) < 0)
 		return -errno;
 	return 0;

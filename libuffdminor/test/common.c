@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,15 +77,52 @@ struct uffdm_probe probe(void)
 	return p;
 }
 
+int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &ma, &mi);
+	return ma > major || (ma == major && mi >= minor);
+}
+
+/* x86_64 and arm64 select HAVE_ARCH_USERFAULTFD_MINOR; elsewhere MINOR may be absent. */
+static bool arch_has_minor(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	return true;
+#else
+	return false;
+#endif
+}
+
+/*
+ * A feature the kernel must have, by version and architecture, that is
+ * missing fails the case (a build that masks it must not turn the suite
+ * into skips); otherwise it is a skip with the reason.
+ */
+static void need_minor(bool have, const char *feature, int major, int minor)
+{
+	if (have)
+		return;
+	if (arch_has_minor() && kernel_at_least(major, minor)) {
+		put_all();
+		fail_msg("kernel lacks %s although Linux %d.%d+ on this architecture has it",
+			 feature, major, minor);
+	}
+	SKIP_BECAUSE("kernel lacks %s (Linux %d.%d+)", feature, major, minor);
+}
+
 const struct mem_case *need_case(void **state)
 {
 	const struct mem_case *mc = *state;
 	struct uffdm_probe p = probe();
 
-	if (mc->backing == UFFDM_SHMEM && !uffdm_probe_minor_shmem(&p))
-		SKIP_BECAUSE("kernel lacks UFFD_FEATURE_MINOR_SHMEM (Linux 5.14+)");
-	if (mc->backing != UFFDM_SHMEM && !uffdm_probe_minor_hugetlbfs(&p))
-		SKIP_BECAUSE("kernel lacks UFFD_FEATURE_MINOR_HUGETLBFS (Linux 5.13+)");
+	if (mc->backing == UFFDM_SHMEM)
+		need_minor(uffdm_probe_minor_shmem(&p), "UFFD_FEATURE_MINOR_SHMEM", 5, 14);
+	else
+		need_minor(uffdm_probe_minor_hugetlbfs(&p), "UFFD_FEATURE_MINOR_HUGETLBFS", 5, 13);
 	return mc;
 }
 

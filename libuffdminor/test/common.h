@@ -42,7 +42,13 @@ void put_all(void);
 /* Track a descriptor opened by hand, so a skip frees it too. */
 struct uffdm *adopt_uffd(struct uffdm *u);
 
-/* The case's memory type, after skipping when the kernel cannot fault it. */
+/* The running kernel is at least major.minor. */
+int kernel_at_least(int major, int minor);
+/*
+ * The case's memory type, after skipping when the kernel cannot fault it;
+ * failing when it must (by version, on an architecture with
+ * HAVE_ARCH_USERFAULTFD_MINOR) but does not.
+ */
 const struct mem_case *need_case(void **state);
 /* Page size of the case's memory type (0 when unknown). */
 size_t case_page_size(const struct mem_case *mc);

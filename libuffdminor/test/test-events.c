@@ -5,6 +5,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -118,9 +121,80 @@ static void test_decode_unknown(void **state)
 	assert_int_equal(ev.fork_fd, 9);
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+struct blocked_read {
+	struct uffdm *u;
+	struct uffdm_event ev;
+	int ret;
+	bool started;
+	pthread_t pt;
+};
+
+static void *read_blocking(void *arg)
+{
+	struct blocked_read *b = arg;
+
+	__atomic_store_n(&b->started, true, __ATOMIC_RELEASE);
+	b->ret = uffdm_events_read(b->u, &b->ev, 1, 0);
+	return NULL;
+}
+
+/*
+ * A signal without SA_RESTART interrupts the blocking read: the library
+ * retries (as QEMU's loop does) instead of returning -EINTR, on a blocking
+ * and on a non-blocking descriptor.
+ */
+static void eintr_case(void **state, unsigned int open_flags)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm *u = open_uffd(open_flags, 0);
+	struct uffdm_region *r = registered_region(u, mc, 1, 0);
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct blocked_read b = { .u = u };
+	struct toucher t = { .addr = uffdm_region_view(r) };
+	struct timespec ms = { 0, 20 * 1000 * 1000 };
+
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_int_equal(pthread_create(&b.pt, NULL, read_blocking, &b), 0);
+	while (!__atomic_load_n(&b.started, __ATOMIC_ACQUIRE))
+		nanosleep(&ms, NULL);
+	for (int i = 0; i < 3; i++) {
+		nanosleep(&ms, NULL);
+		pthread_kill(b.pt, SIGUSR1);
+	}
+	nanosleep(&ms, NULL);
+	assert_int_equal(pthread_create(&t.pt, NULL, touch, &t), 0);
+	pthread_join(b.pt, NULL);
+	assert_int_equal(b.ret, 1);
+	assert_int_equal(b.ev.kind, UFFDM_EVENT_MINOR);
+	assert_int_equal(uffdm_resolve(u, uffdm_region_view(r), uffdm_region_page_size(r),
+				       NULL, 0, NULL), 0);
+	pthread_join(t.pt, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	put_region(r);
+	put_uffd(u);
+}
+
+static void test_eintr_retried(void **state)
+{
+	eintr_case(state, 0);
+}
+
+static void test_eintr_retried_nonblock(void **state)
+{
+	eintr_case(state, UFFDM_OPEN_NONBLOCK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		CROSS(test_eintr_retried),
+		CROSS(test_eintr_retried_nonblock),
 		CROSS(test_fault_decode),
 		CROSS(test_missing_decode),
 		cmocka_unit_test(test_decode_unknown),

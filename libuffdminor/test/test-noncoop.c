@@ -4,6 +4,7 @@
  * (munmap) and FORK reach the event callback, are counted, and the thread
  * that caused each one continues once the handler has read it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,11 +125,67 @@ static void test_fork(void **state)
 	finish(h, u, r, 1);
 }
 
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int no_fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	(void)arg; (void)r; (void)off; (void)ev;
+	return 0;
+}
+
+/* Without an event callback nobody owns the child's descriptor: the handler closes it. */
+static void test_fork_no_callback(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = no_fill };
+	struct uffdm_handler *h;
+	struct uffdm_region *r;
+	struct uffdm_stats st = { 0 };
+	struct uffdm *u;
+	int before, after = -1, wst, ret;
+	pid_t pid;
+
+	ret = uffdm_open(&u, 0, UFFD_FEATURE_EVENT_FORK);
+	if (ret == -EPERM)
+		SKIP_BECAUSE("UFFD_FEATURE_EVENT_FORK needs CAP_SYS_PTRACE");
+	assert_int_equal(ret, 0);
+	r = registered_region(adopt_uffd(u), mc, 1, 0);
+	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
+	before = count_fds();
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &wst, 0), pid);
+	for (int i = 0; i < 2000 && (st.events < 1 || after != before); i++) {
+		usleep(1000);
+		uffdm_handler_stats(h, &st);
+		after = count_fds();
+	}
+	assert_int_equal(st.events, 1);
+	assert_int_equal(after, before);
+	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
+	put_uffd(u);
+	put_region(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CROSS(test_remove_unmap),
 		CROSS(test_fork),
+		CROSS(test_fork_no_callback),
 	};
 
 	return cmocka_run_group_tests_name("noncoop", tests, NULL, NULL);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What handler.c (threads, region table, stats) and pagestate.c (the
+ * per-page fill-once state machine, mapping and failing pages) share.
+ */
+#ifndef UFFDM_HANDLER_H
+#define UFFDM_HANDLER_H
+
+#include <pthread.h>
+
+#include "internal.h"
+
+#define BATCH		64
+#define MAX_THREADS	64
+
+/*
+ * Log-linear latency histogram: 16 sub-buckets per power of two, so a
+ * percentile is within 1/16 of the truth, in 8 KiB per thread.
+ */
+#define HIST_SUB_BITS	4
+#define HIST_SUB	(1u << HIST_SUB_BITS)
+#define HIST_BUCKETS	(64 * HIST_SUB)
+
+enum counter {
+	C_MINOR, C_MISSING, C_WP, C_EVENTS, C_RESOLVED, C_FAILED, C_EEXIST, C_EAGAIN,
+	C_MESSAGES, C_FILLS, C_DUP, C_DEFERRED, C_COMPLETED, C_OUTSIDE, C_REQUEUED,
+	C_LAT_SUM, C_CB_NS, C_IOCTL_NS, C_NR
+};
+
+struct hthread {
+	pthread_t tid;
+	struct uffdm_handler *h;
+	uint64_t count[C_NR];
+	uint64_t max_ns;
+	uint64_t hist[HIST_BUCKETS];
+	struct uffdm_event batch[BATCH];
+	struct uffdm_event spill[BATCH];
+	unsigned int nspill;
+};
+
+struct uffdm_handler {
+	struct uffdm *u;
+	struct uffdm_handler_config cfg;
+	int stop_fd;		/* eventfd: readable once stopping */
+	bool poison;		/* fail with UFFDIO_POISON, else a SIGBUS descriptor */
+	struct uffdm *sigbus;	/* without POISON: where faults outside every region go */
+	bool stopping;
+	/* The regions served, sorted by uaddr; written under the lock. */
+	pthread_rwlock_t lock;
+	struct uffdm_region **regions;
+	unsigned int nregions, cap;
+	unsigned int started;
+	struct hthread *ext;	/* counters of application threads: th[threads] */
+	struct hthread th[];
+};
+
+/* handler.c: the 0.2 (default) versions of the public calls */
+int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
+			 const struct uffdm_handler_config *cfg);
+int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
+int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
+uint64_t uffdm__now_ns(void);
+void uffdm__count(struct hthread *t, enum counter c, uint64_t n);
+struct hthread *uffdm__current(const struct uffdm_handler *h);
+void uffdm__drain(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill,
+		  unsigned int max);
+void uffdm__requeue_spill(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill);
+
+/* pagestate.c */
+void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev);
+void uffdm__fail_outside(struct hthread *t, uint64_t addr);
+void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r);
+bool uffdm__region_busy(const struct uffdm_region *r);
+
+#endif

@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Fill-once: every page of a region has one state word, generation << 3 |
+ * state, changed only by compare-and-swap.  The thread that moves a page
+ * from EMPTY to FILLING owns it: it alone writes the backing view (through
+ * the user's callback, or as a claimer) until the page is FILLED or
+ * FAILED.  Other faults on the page wait in the kernel: the owner's
+ * CONTINUE wakes every thread waiting on the range.  A discard or zap
+ * starts a new generation (region.c), so an owner of the old one cannot
+ * mark the new one filled.
+ *
+ * Mapping, unprotecting and failing pages live here too, with the timing
+ * of their ioctls.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handler.h"
+
+/* Internal: a completion is mapping the page; reported as FILLING. */
+#define PS_COMPLETING	5u
+#define PS(w)		((w) & UFFDM_PS_MASK)
+#define GEN(w)		((w) & ~UFFDM_PS_MASK)
+#define APP_SPILL	16
+
+/* Who is serving: a handler thread with its spill, or an application thread. */
+struct svc {
+	struct hthread *t;
+	struct uffdm_event *spill;
+	unsigned int *nspill, max;
+	bool app;	/* spilled events are requeued at once, not served later */
+	struct uffdm_event own[APP_SPILL];
+	unsigned int nown;
+};
+
+static void svc_init(struct svc *s, struct uffdm_handler *h)
+{
+	struct hthread *t = uffdm__current(h);
+
+	if (t) {
+		*s = (struct svc){ .t = t, .spill = t->spill, .nspill = &t->nspill, .max = BATCH };
+		return;
+	}
+	s->t = h->ext;
+	s->app = true;
+	s->nown = 0;
+	s->spill = s->own;
+	s->nspill = &s->nown;
+	s->max = APP_SPILL;
+}
+
+static uint32_t *word(const struct uffdm_region *r, size_t off)
+{
+	return &r->pstate[off / r->page];
+}
+
+static char *uaddr(const struct uffdm_region *r, size_t off)
+{
+	return (char *)(r->uaddr + off);
+}
+
+static bool cas(uint32_t *w, uint32_t *old, uint32_t new)
+{
+	return __atomic_compare_exchange_n(w, old, new, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* An ioctl said EAGAIN: an event is unread.  Read it; an application thread requeues. */
+static void svc_drain(struct svc *s)
+{
+	uffdm__drain(s->t, s->spill, s->nspill, s->max);
+	if (s->app)
+		uffdm__requeue_spill(s->t, s->spill, s->nspill);
+}
+
+static void time_ioctl(struct svc *s, uint64_t t0)
+{
+	uffdm__count(s->t, C_IOCTL_NS, uffdm__now_ns() - t0);
+}
+
+/*
+ * CONTINUE the whole run and wake its waiters.  EEXIST is per page (one
+ * already mapped: CONTINUE then wakes no one, so we do) and the rest of
+ * the run is still mapped; EAGAIN reads the pending event and retries.
+ */
+static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
+{
+	struct uffdm *u = s->t->h->u;
+	char *p = uaddr(r, off);
+	uint64_t t0 = uffdm__now_ns();
+	ssize_t done;
+	int ret = 0;
+
+	while (len) {
+		done = uffdm_continue(u, p, len, 0);
+		if (done > 0) {
+			p += done;
+			len -= (size_t)done;
+		} else if (done == -EEXIST) {
+			uffdm__count(s->t, C_EEXIST, 1);
+			uffdm_wake(u, p, r->page);
+			p += r->page;
+			len -= r->page;
+		} else if (done == -EAGAIN) {
+			svc_drain(s);
+		} else {
+			ret = done ? (int)done : -EIO;
+			break;
+		}
+	}
+	time_ioctl(s, t0);
+	return ret;
+}
+
+/* Clearing write protection also wakes the threads waiting on it. */
+static int unprotect(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
+{
+	uint64_t t0 = uffdm__now_ns();
+	int ret;
+
+	for (;;) {
+		ret = uffdm_writeprotect(s->t->h->u, uaddr(r, off), len, false);
+		if (ret != -EAGAIN)
+			break;
+		svc_drain(s);
+	}
+	time_ioctl(s, t0);
+	return ret;
+}
+
+static int poison_page(struct svc *s, char *p, size_t len)
+{
+	struct uffdm *u = s->t->h->u;
+	ssize_t done;
+
+	for (;;) {
+		done = uffdm_poison(u, p, len, 0);
+		if (done != -EAGAIN)
+			break;
+		svc_drain(s);
+	}
+	if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
+		return uffdm_wake(u, p, len);
+	return done < 0 ? (int)done : 0;
+}
+
+/*
+ * Move the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose
+ * faults are SIGBUS without an event, and wake the thread into it.  It is
+ * registered for MISSING too (a failed hole must not read zeroes later),
+ * and for a refused write the page is write-protected there (so the write
+ * does not land).  The kernel's UNREGISTER wakes the waiters of a range
+ * registered for MISSING faults, under the mmap lock but before we can
+ * register the page again: such a thread may map a zero page (a hole) or
+ * the unserved page in that window.  No ordering avoids it (re-registering
+ * without MISSING is a no-op); POISON has no window.  The wake comes last
+ * whatever failed before it: a thread refaulting is better than one asleep.
+ */
+static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t len, bool wp)
+{
+	unsigned int keep = wp ? UFFDM_REGISTER_WP : 0;
+	int ret, woke;
+
+	ret = uffdm_range_unregister(u, p, len);
+	if (!ret)
+		ret = uffdm_range_register(sigbus, p, len, UFFDM_REGISTER_MISSING | keep, NULL);
+	if (!ret && wp)
+		ret = uffdm_writeprotect(sigbus, p, len, true);
+	woke = uffdm_wake(u, p, len);
+	return ret ? ret : woke;
+}
+
+/*
+ * The page cannot be made right: its faulting threads get SIGBUS, now and
+ * on every later touch.  POISON (6.6+) where it can: it cannot replace a
+ * mapped page, so a refused write (WP) always takes the SIGBUS descriptor.
+ */
+static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
+{
+	struct uffdm_handler *h = s->t->h;
+	uint64_t t0 = uffdm__now_ns();
+	int ret = 0;
+
+	for (size_t o = off; o < off + len; o += r->page) {
+		int one;
+
+		if (!wp && h->poison)
+			one = poison_page(s, uaddr(r, o), r->page);
+		else if (r->sigbus)
+			one = move_to_sigbus(h->u, r->sigbus, uaddr(r, o), r->page, wp);
+		else	/* another process's view without POISON: nothing makes SIGBUS */
+			one = uffdm_wake(h->u, uaddr(r, o), r->page);
+		if (!ret)
+			ret = one;
+	}
+	time_ioctl(s, t0);
+	uffdm__count(s->t, C_FAILED, len / r->page);
+	return ret;
+}
+
+/*
+ * Pages [off, off+len) of generation gen[i] move to `to` unless they are
+ * already final (or, with final_too, even from FILLED); a page whose
+ * generation moved on is left alone.
+ */
+static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_t *gen,
+		   unsigned int to, bool final_too)
+{
+	for (size_t o = off, i = 0; o < off + len; o += r->page, i++) {
+		uint32_t old = __atomic_load_n(word(r, o), __ATOMIC_ACQUIRE);
+
+		while (GEN(old) == gen[i] && PS(old) != to && PS(old) != UFFDM_PAGE_EMPTY &&
+		       (final_too || (PS(old) != UFFDM_PAGE_FILLED &&
+				      PS(old) != UFFDM_PAGE_FAILED)) &&
+		       !cas(word(r, o), &old, gen[i] | to))
+			;
+	}
+}
+
+/* An owned run is right in the backing view: map it, or fail it when that fails. */
+/*
+ * Filled before mapped: the content is final once the filler is done, and
+ * a thread woken by the CONTINUE then finds its page filled.  A message
+ * read in between maps the page itself (CONTINUE on a mapped page is
+ * EEXIST, which wakes).
+ */
+static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
+		      const uint32_t *gen, bool wp)
+{
+	int ret;
+
+	settle(r, off, len, gen, UFFDM_PAGE_FILLED, false);
+	ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
+	if (ret) {
+		fail_run(s, r, off, len, wp);
+		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
+		return ret;
+	}
+	uffdm__count(s->t, C_RESOLVED, len / r->page);
+	return 0;
+}
+
+/* We own the page (EMPTY -> FILLING): the one callback of this generation. */
+static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
+			     const struct uffdm_event *ev, uint32_t gen)
+{
+	struct uffdm_handler *h = s->t->h;
+	bool wp = ev->kind == UFFDM_EVENT_WP;
+	uint64_t t0 = uffdm__now_ns();
+	uint32_t old;
+	int ret;
+
+	ret = h->cfg.fault(h->cfg.arg, r, off, ev);
+	uffdm__count(s->t, C_CB_NS, uffdm__now_ns() - t0);
+	uffdm__count(s->t, C_FILLS, 1);
+	if (ret == UFFDM_FILL_LATER) {
+		uffdm__count(s->t, C_DEFERRED, 1);
+		/* Fails harmlessly if completed or discarded meanwhile. */
+		old = gen | UFFDM_PAGE_FILLING;
+		cas(word(r, off), &old, gen | UFFDM_PAGE_DEFERRED);
+		return;
+	}
+	if (ret) {
+		fail_run(s, r, off, r->page, wp);
+		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED, false);
+		return;
+	}
+	finish_run(s, r, off, r->page, &gen, wp);
+}
+
+/* A fault message for a page of r: the state decides who does what. */
+void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev)
+{
+	size_t off = (size_t)(ev->addr - r->uaddr) & ~(r->page - 1);
+	bool wp = ev->kind == UFFDM_EVENT_WP;
+	uint32_t *w = word(r, off), old;
+	struct svc s;
+
+	svc_init(&s, t->h);
+	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	for (;;) {
+		switch (PS(old)) {
+		case UFFDM_PAGE_EMPTY:
+			if (!cas(w, &old, GEN(old) | UFFDM_PAGE_FILLING))
+				continue;
+			fill_by_callback(&s, r, off, ev, GEN(old));
+			return;
+		case UFFDM_PAGE_FILLED:
+			/* Zapped since, or a late duplicate: map or unprotect, no callback. */
+			uffdm__count(t, C_DUP, 1);
+			if (wp ? unprotect(&s, r, off, r->page) : map_run(&s, r, off, r->page))
+				fail_run(&s, r, off, r->page, wp);
+			else
+				uffdm__count(t, C_RESOLVED, 1);
+			return;
+		case UFFDM_PAGE_FAILED:
+			/* Queued before the failure; the failure woke it into SIGBUS already. */
+			uffdm__count(t, C_DUP, 1);
+			uffdm_wake(t->h->u, uaddr(r, off), r->page);
+			return;
+		default:
+			/*
+			 * Filling, deferred or completing: the owner's CONTINUE wakes
+			 * this thread too.  A write fault on a page already mapped
+			 * would wait for no wake: let it refault until the page is
+			 * filled.
+			 */
+			uffdm__count(t, C_DUP, 1);
+			if (wp) {
+				sched_yield();
+				uffdm_wake(t->h->u, uaddr(r, off), r->page);
+			}
+			return;
+		}
+	}
+}
+
+/* A fault outside every region: poison it or move it to the handler's SIGBUS descriptor. */
+void uffdm__fail_outside(struct hthread *t, uint64_t addr)
+{
+	static const size_t sizes[] = { 4096, 2UL << 20, 1UL << 30 };
+	struct uffdm_handler *h = t->h;
+	struct svc s;
+	int ret = -EINVAL;
+
+	svc_init(&s, h);
+	/* The page size is not known: try each until one fits the mapping. */
+	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(sizes) && ret == -EINVAL; i++) {
+		char *p = (char *)(uintptr_t)(addr & ~(uint64_t)(sizes[i] - 1));
+
+		if (h->poison)
+			ret = poison_page(&s, p, sizes[i]);
+		else if (h->sigbus)
+			ret = move_to_sigbus(h->u, h->sigbus, p, sizes[i], false);
+	}
+	if (ret)
+		uffdm_wake(h->u, (void *)(uintptr_t)(addr & ~4095ull), 4096);
+}
+
+bool uffdm__region_busy(const struct uffdm_region *r)
+{
+	for (size_t i = 0; i < r->size / r->page; i++) {
+		unsigned int st = PS(__atomic_load_n(&r->pstate[i], __ATOMIC_ACQUIRE));
+
+		if (st == UFFDM_PAGE_FILLING || st == UFFDM_PAGE_DEFERRED || st == PS_COMPLETING)
+			return true;
+	}
+	return false;
+}
+
+static int check_span(const struct uffdm_handler *h, const struct uffdm_region *r,
+		      size_t off, size_t len)
+{
+	if (!h || !r || !r->pstate || r->handler != h || !len || off % r->page || len % r->page)
+		return -EINVAL;
+	if (off > r->size || len > r->size - off)
+		return -ERANGE;
+	return 0;
+}
+
+/* Undo the first n pages taken for completion: back to what they were. */
+static void untake(struct uffdm_region *r, size_t off, size_t n, const uint32_t *was)
+{
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(word(r, off + i * r->page), was[i], __ATOMIC_RELEASE);
+}
+
+/*
+ * Take up to 64 pages for completion: each must be owned (filling or
+ * deferred); all or none move to COMPLETING, so a refused call changes
+ * nothing and two completers cannot both map a page.
+ */
+static int take(struct uffdm_region *r, size_t off, size_t n, uint32_t *gen)
+{
+	uint32_t was[64];
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t *w = word(r, off + i * r->page), old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		int err = 0;
+
+		do {
+			switch (PS(old)) {
+			case UFFDM_PAGE_FILLING:
+			case UFFDM_PAGE_DEFERRED:
+				break;
+			case UFFDM_PAGE_EMPTY:
+				err = -EINVAL;
+				break;
+			default:	/* filled, failed, or another completion has it */
+				err = -EALREADY;
+				break;
+			}
+		} while (!err && !cas(w, &old, GEN(old) | PS_COMPLETING));
+		if (err) {
+			untake(r, off, i, was);
+			return err;
+		}
+		was[i] = old;
+		gen[i] = GEN(old);
+	}
+	return 0;
+}
+
+/* Pages whose generation moved on while they were taken: not ours to mark. */
+static bool stale(const struct uffdm_region *r, size_t off, size_t n, const uint32_t *gen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (GEN(__atomic_load_n(word(r, off + i * r->page), __ATOMIC_ACQUIRE)) != gen[i])
+			return true;
+	return false;
+}
+
+static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, size_t n, int err)
+{
+	uint32_t gen[64];
+	int ret = take(r, off, n, gen);
+
+	if (ret)
+		return ret;
+	uffdm__count(s->t, C_COMPLETED, n);
+	if (err) {
+		fail_run(s, r, off, n * r->page, false);
+		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED, false);
+	} else {
+		ret = finish_run(s, r, off, n * r->page, gen, false);
+	}
+	return !ret && stale(r, off, n, gen) ? -ESTALE : ret;
+}
+
+/* In chunks of 64 pages: all-or-nothing holds per chunk, checked whole first. */
+int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, int err)
+{
+	struct svc s;
+	int ret = check_span(h, r, off, len);
+
+	if (ret)
+		return ret;
+	if (err > 0)
+		return -EINVAL;
+	for (size_t o = off; o < off + len; o += r->page) {
+		unsigned int st = PS(__atomic_load_n(word(r, o), __ATOMIC_ACQUIRE));
+
+		if (st == UFFDM_PAGE_EMPTY)
+			return -EINVAL;
+		if (st == UFFDM_PAGE_FILLED || st == UFFDM_PAGE_FAILED || st == PS_COMPLETING)
+			return -EALREADY;
+	}
+	svc_init(&s, h);
+	for (size_t o = off; o < off + len && !ret; o += 64 * r->page) {
+		size_t n = (off + len - o) / r->page;
+
+		ret = complete_chunk(&s, r, o, n < 64 ? n : 64, err);
+	}
+	return ret;
+}
+
+static void pause_briefly(void)
+{
+	struct timespec ts = { 0, 20000 };
+
+	nanosleep(&ts, NULL);
+}
+
+int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			unsigned int flags)
+{
+	bool wait = (flags & UFFDM_CLAIM_WAIT) && !uffdm__current(h);
+	uint32_t *w, old;
+	int ret = check_span(h, r, off, r ? r->page : 0);
+
+	if (ret)
+		return ret;
+	if (flags & ~UFFDM_CLAIM_WAIT)
+		return -EINVAL;
+	w = word(r, off);
+	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	for (;;) {
+		switch (PS(old)) {
+		case UFFDM_PAGE_EMPTY:
+			if (cas(w, &old, GEN(old) | UFFDM_PAGE_FILLING))
+				return UFFDM_CLAIM_EMPTY;
+			continue;
+		case UFFDM_PAGE_DEFERRED:
+			return UFFDM_CLAIM_DEFERRED;
+		case UFFDM_PAGE_FILLED:
+		case UFFDM_PAGE_FAILED:
+			return UFFDM_CLAIM_NONE;
+		default:
+			if (!wait)
+				return UFFDM_CLAIM_NONE;
+			pause_briefly();
+			old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		}
+	}
+}
+
+/* Complete the claimed run [start, end); its pages filled or the fill's error. */
+static int flush_run(struct uffdm_handler *h, struct uffdm_region *r, size_t start, size_t end,
+		     int err)
+{
+	return start < end ? uffdm_handler_complete(h, r, start, end - start, err) : 0;
+}
+
+ssize_t uffdm_handler_fill(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, uffdm_fill_fn fill, void *arg)
+{
+	size_t start = off, filled = 0;
+	int ret = check_span(h, r, off, len);
+
+	if (ret || !fill)
+		return ret ? ret : -EINVAL;
+	for (size_t o = off; o < off + len; o += r->page) {
+		int err;
+
+		if (uffdm_handler_claim(h, r, o, 0) != UFFDM_CLAIM_EMPTY) {
+			flush_run(h, r, start, o, 0);
+			start = o + r->page;
+			continue;
+		}
+		err = fill(arg, r, o);
+		if (err) {
+			flush_run(h, r, start, o, 0);
+			flush_run(h, r, o, o + r->page, err < 0 ? err : -EIO);
+			start = o + r->page;
+			continue;
+		}
+		filled++;
+	}
+	flush_run(h, r, start, off + len, 0);
+	return (ssize_t)filled;
+}
+
+/* Stopping: deferred pages will never be completed; fail them so no thread sleeps. */
+void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	struct svc s;
+
+	svc_init(&s, h);
+	for (size_t o = 0; o < r->size; o += r->page) {
+		uint32_t *w = word(r, o), old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		uint32_t gen = GEN(old);
+
+		if (PS(old) != UFFDM_PAGE_DEFERRED || !cas(w, &old, gen | PS_COMPLETING))
+			continue;
+		fail_run(&s, r, o, r->page, false);
+		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
+	}
+}
