@@ -3,11 +3,15 @@
  * The destination: take the precopy stream into the backing view, and at
  * the switch-over run the workload on the other view at once.
  *
- * Page states (minor mode): UNKNOWN (precopy content, maybe stale), STALE
- * (fresh copy on its way), FRESH (backing holds the content at pause),
- * MAPPING (one thread is mapping it), MAPPED.  Only FRESH pages are ever
- * mapped, and only by the thread that moved them to MAPPING, so a page is
- * hashed for --verify exactly as the workload first sees it.
+ * Minor mode keeps no page states of its own: libuffdminor's handler owns
+ * them (fill-once, deferred completion).  The first fault on a page whose
+ * content is not known good asks the source and returns UFFDM_FILL_LATER;
+ * whatever makes a page good -- the stale list saying it is clean (the
+ * background walker fills those runs), an answer, a pushed copy -- claims it,
+ * writes it if there is data, hashes it for --verify and completes it.  A
+ * page is hashed exactly as the workload first sees it, and nothing unknown
+ * is ever mapped.  Missing mode (the QEMU-style baseline) keeps a two-state
+ * byte per page: stale until UFFDIO_COPY, then mapped.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,7 +25,8 @@
 
 #include "lm.h"
 
-enum { P_UNKNOWN, P_STALE, P_FRESH, P_MAPPING, P_MAPPED };
+/* missing mode only: st[] */
+enum { M_UNKNOWN, M_STALE, M_MAPPED };
 
 #define MAX_SAMPLES (1u << 20)
 
@@ -44,7 +49,8 @@ struct dst {
 	struct lm_geom g;
 	struct lm_link link;
 	struct lm_conn m, urg;
-	_Atomic uint8_t *st;
+	_Atomic uint8_t *st;		/* missing mode: M_* */
+	uint8_t *stale_bits;		/* the stale list */
 	_Atomic uint8_t *reqd;
 	uint64_t *recv_hash, *vis_hash, *src_hash, *fault_t0;
 	pthread_mutex_t lock;
@@ -85,7 +91,7 @@ static void set_dead(struct dst *d, const char *why)
 static void mark_mapped(struct dst *d, uint64_t i, uint64_t hash)
 {
 	d->vis_hash[i] = hash;
-	atomic_store(&d->st[i], P_MAPPED);
+	atomic_store(&d->st[i], M_MAPPED);
 	atomic_fetch_add(&d->mapped, 1);
 }
 
@@ -109,80 +115,100 @@ static uint64_t page_hash(struct dst *d, const void *p)
 	return d->verify ? lm_hash(p, d->page) : 0;
 }
 
-/* Fresh content for page i arrived (push or urgent answer). */
-static int take_page(struct dst *d, uint64_t i, const uint8_t *data)
+/* missing mode: page i's content arrived; copy it in, which wakes its faults */
+static int copy_page(struct dst *d, uint64_t i, const uint8_t *data)
 {
-	uint8_t s = atomic_load(&d->st[i]);
+	ssize_t n;
 
-	if (s != P_UNKNOWN && s != P_STALE) {
+	if (atomic_load(&d->st[i]) == M_MAPPED) {
 		set_dead(d, "protocol error: a page was sent twice");
 		return -EBADMSG;
 	}
-	if (d->o->mode == LM_MODE_MISSING) {
-		ssize_t n = uffdm_copy(d->u, d->view + i * d->page, data, d->page, 0);
-
-		if (n < 0 && n != -EEXIST)
-			return (int)n;
-		sample(d, i);
-		mark_mapped(d, i, page_hash(d, data));
-		return 0;
-	}
-	memcpy(d->back + i * d->page, data, d->page);
-	atomic_store(&d->st[i], P_FRESH);
+	n = uffdm_copy(d->u, d->view + i * d->page, data, d->page, 0);
+	if (n < 0 && n != -EEXIST)
+		return (int)n;
+	sample(d, i);
+	mark_mapped(d, i, page_hash(d, data));
 	return 0;
 }
 
-/* ---- minor mode: mapping ---------------------------------------------- */
+/* ---- minor mode: pages made good, completed through the library ------- */
 
-static bool claim(struct dst *d, uint64_t i)
+/* Page i of the backing view holds the source's content at pause: map it. */
+static int complete_page(struct dst *d, uint64_t i)
 {
-	uint8_t want = P_FRESH;
-
-	return atomic_compare_exchange_strong(&d->st[i], &want, P_MAPPING);
-}
-
-/* Map pages [i, i+n), all claimed by us. */
-static int map_run(struct dst *d, uint64_t i, uint64_t n)
-{
-	struct uffdm_event spill[4];
-	unsigned int nspill = 0;
 	int ret;
 
-	for (uint64_t k = i; k < i + n; k++)
-		d->vis_hash[k] = page_hash(d, d->back + k * d->page);
-	ret = uffdm_resolve(d->u, d->view + i * d->page, n * d->page, spill, 4, &nspill);
-	for (uint64_t k = i; k < i + n; k++)
-		mark_mapped(d, k, d->vis_hash[k]);
-	wake_all(d);	/* a fault may wait for a page we held in MAPPING */
-	return ret < 0 ? ret : 0;
+	d->vis_hash[i] = page_hash(d, d->back + i * d->page);
+	ret = uffdm_handler_complete(d->h, d->r, i * d->page, d->page, 0);
+	if (!ret)
+		atomic_fetch_add(&d->mapped, 1);
+	return ret;
 }
 
-/* Proactive CONTINUE: map every FRESH page ahead of the workload. */
+/*
+ * Page i is good: data is its fresh copy, or NULL when the precopy content
+ * is (an answer "clean").  A fault may wait for it (deferred) or not
+ * (empty); a callback deciding about it right now is waited for.
+ */
+static int make_good(struct dst *d, uint64_t i, const uint8_t *data)
+{
+	int c = uffdm_handler_claim(d->h, d->r, i * d->page, UFFDM_CLAIM_WAIT);
+
+	if (c < 0)
+		return c;
+	if (c == UFFDM_CLAIM_NONE) {
+		if (!data)
+			return 0;	/* clean, and the walker got there first */
+		set_dead(d, "protocol error: a page was sent twice");
+		return -EBADMSG;
+	}
+	if (data)
+		memcpy(d->back + i * d->page, data, d->page);
+	return complete_page(d, i);
+}
+
+static int take_fresh(struct dst *d, uint64_t i, const uint8_t *data)
+{
+	return d->o->mode == LM_MODE_MISSING ? copy_page(d, i, data) : make_good(d, i, data);
+}
+
+/* uffdm_handler_fill's callback: a clean page's precopy content is right. */
+static int fill_clean(void *arg, struct uffdm_region *r, size_t off)
+{
+	struct dst *d = arg;
+
+	(void)r;
+	d->vis_hash[off / d->page] = page_hash(d, d->back + off);
+	return 0;
+}
+
+/*
+ * Proactive CONTINUE: once the stale list is in, map every clean page ahead
+ * of the workload, in runs.  Each page is looked at once: an empty one is
+ * filled here; one a fault already asked about is completed by the answer.
+ */
 static void *walker(void *p)
 {
 	struct dst *d = p;
 
-	while (!atomic_load(&d->stop) && atomic_load(&d->mapped) < d->npages) {
-		bool progress = false;
+	for (uint64_t i = 0; i < d->npages && !atomic_load(&d->stop); ) {
+		uint64_t n = 0;
+		ssize_t got;
 
-		for (uint64_t i = 0; i < d->npages && !atomic_load(&d->stop); ) {
-			uint64_t n = 0;
-
-			while (i + n < d->npages && n < 64 && claim(d, i + n))
-				n++;
-			if (!n) {
-				i++;
-				continue;
-			}
-			if (map_run(d, i, n)) {
-				set_dead(d, "UFFDIO_CONTINUE failed in the background mapper");
-				return NULL;
-			}
-			progress = true;
-			i += n;
+		while (i + n < d->npages && n < 512 && !bit_get(d->stale_bits, i + n))
+			n++;
+		if (!n) {
+			i++;
+			continue;
 		}
-		if (!progress)
-			usleep(500);
+		got = uffdm_handler_fill(d->h, d->r, i * d->page, n * d->page, fill_clean, d);
+		if (got < 0) {
+			set_dead(d, "UFFDIO_CONTINUE failed in the background mapper");
+			return NULL;
+		}
+		atomic_fetch_add(&d->mapped, (uint64_t)got);
+		i += n;
 	}
 	return NULL;
 }
@@ -199,12 +225,15 @@ static int request(struct dst *d, uint64_t i)
 		return 0;
 	if (!atomic_load(&d->rejoinable))
 		return -EPIPE;
-	/* the link broke: ask again once the source has rejoined */
+	/* the link broke: asked again once the source has rejoined */
 	atomic_store(&d->reqd[i], 0);
 	return 0;
 }
 
-/* Handler callback: make page right through the backing view. */
+/*
+ * Handler callback, once per page: the first fault on a page nothing has
+ * made good yet.  Ask the source and let the answer complete it.
+ */
 static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 		       const struct uffdm_event *ev)
 {
@@ -214,38 +243,23 @@ static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 	(void)r;
 	(void)ev;
 	atomic_fetch_add(&d->faults, 1);
-	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
-	for (;;) {
-		uint8_t s = atomic_load(&d->st[i]);
-
-		if (s == P_MAPPED)
-			break;
-		if (s == P_FRESH && claim(d, i)) {
-			mark_mapped(d, i, page_hash(d, d->back + i * d->page));
-			break;
-		}
-		if (atomic_load(&d->dead))
-			return -EIO;	/* never show the precopy copy */
-		if ((s == P_UNKNOWN || s == P_STALE) && request(d, i)) {
-			set_dead(d, d->urg.err);
-			return -EIO;
-		}
-		pthread_mutex_lock(&d->lock);
-		if (atomic_load(&d->st[i]) == s && !atomic_load(&d->dead)) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 20000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&d->cond, &d->lock, &ts);
-		}
-		pthread_mutex_unlock(&d->lock);
+	if (atomic_load(&d->dead))
+		return -EIO;	/* never show the precopy copy */
+	if (request(d, i)) {
+		set_dead(d, d->urg.err);
+		return -EIO;
 	}
-	sample(d, i);
-	return 0;
+	return UFFDM_FILL_LATER;
+}
+
+/* Source lost: every page a fault waits for fails (the thread gets SIGBUS). */
+static void fail_deferred(void *arg)
+{
+	struct dst *d = arg;
+
+	for (uint64_t i = 0; d->h && i < d->npages; i++)
+		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED)
+			uffdm_handler_complete(d->h, d->r, i * d->page, d->page, -EIO);
 }
 
 /* ---- postcopy-missing: fault loop ---------------------------------------- */
@@ -268,7 +282,7 @@ static void *missing_faults(void *p)
 			if (ev[k].kind != UFFDM_EVENT_MISSING || i >= d->npages)
 				continue;
 			atomic_fetch_add(&d->faults, 1);
-			if (atomic_load(&d->st[i]) == P_MAPPED) {
+			if (atomic_load(&d->st[i]) == M_MAPPED) {
 				uffdm_wake(d->u, d->view + i * d->page, d->page);
 				continue;
 			}
@@ -292,7 +306,6 @@ static void *urgent_rx(void *p)
 
 	while (!(ret = lm_recv(&d->urg, &d->g, &f))) {
 		const struct lm_resp *r = f.fixed;
-		uint8_t want = P_UNKNOWN;
 
 		if (f.h.type != LM_RESP) {
 			snprintf(d->urg.err, sizeof(d->urg.err), "urgent connection: unexpected "
@@ -300,13 +313,10 @@ static void *urgent_rx(void *p)
 			ret = -EBADMSG;
 			break;
 		}
-		if (r->status == LM_RESP_DATA && (ret = take_page(d, r->page, f.data)))
+		/* PUSHED: the background push will bring it */
+		if (r->status != LM_RESP_PUSHED &&
+		    (ret = take_fresh(d, r->page, r->status == LM_RESP_DATA ? f.data : NULL)))
 			break;
-		if (r->status == LM_RESP_CLEAN)
-			atomic_compare_exchange_strong(&d->st[r->page], &want, P_FRESH);
-		if (r->status == LM_RESP_PUSHED)
-			atomic_compare_exchange_strong(&d->st[r->page], &want, P_STALE);
-		wake_all(d);
 	}
 	/* a broken link, while the source may rejoin: the main thread waits for it */
 	if (!lm_err_is_protocol(ret) && atomic_load(&d->rejoinable) && !atomic_load(&d->stop)) {
@@ -327,48 +337,43 @@ static void take_precopy(struct dst *d, const struct lm_frame *f)
 		d->recv_hash[p->first + k] = page_hash(d, f->data + k * d->page);
 }
 
+/* The stale list: minor mode keeps the bits for the walker; missing mode
+ * copies clean pages in at resume and waits for the stale ones. */
 static void take_stale(struct dst *d, const struct lm_frame *f)
 {
 	const struct lm_stale *s = f->fixed;
 
 	for (uint64_t k = 0; k < s->nbits; k++) {
 		uint64_t i = s->first + k;
-		uint8_t want = P_UNKNOWN;
 		bool stale = bit_get(f->data, k);
 
-		if (!d->stale_done)
-			d->nstale += stale;
-		/* sent again after a rejoin: what is known stays known */
-		if (atomic_load(&d->st[i]) != P_UNKNOWN)
+		if (d->stale_done)
+			continue;	/* sent again after a rejoin: known */
+		d->nstale += stale;
+		if (stale)
+			bit_set(d->stale_bits, i);
+		if (d->o->mode != LM_MODE_MISSING || atomic_load(&d->st[i]) != M_UNKNOWN)
 			continue;
-		if (d->o->mode == LM_MODE_MISSING) {
-			if (stale)
-				atomic_store(&d->st[i], P_STALE);
-			else
-				mark_mapped(d, i, d->recv_hash[i]);
-			continue;
-		}
-		atomic_compare_exchange_strong(&d->st[i], &want, stale ? P_STALE : P_FRESH);
+		if (stale)
+			atomic_store(&d->st[i], M_STALE);
+		else
+			mark_mapped(d, i, d->recv_hash[i]);
 	}
 	if (f->h.flags & LM_F_LAST)
 		d->stale_done = true;
 }
 
-/* Pushed pages: take them, and in minor mode map them right away. */
+/* Pushed pages: each made good (minor) or copied in (missing) at once. */
 static int take_push(struct dst *d, const struct lm_frame *f)
 {
 	const struct lm_pages *p = f->fixed;
 
 	for (uint64_t k = 0; k < p->count; k++) {
-		int ret = take_page(d, p->first + k, f->data + k * d->page);
+		int ret = take_fresh(d, p->first + k, f->data + k * d->page);
 
 		if (ret)
 			return ret;
-		if (d->o->mode == LM_MODE_MINOR && claim(d, p->first + k) &&
-		    map_run(d, p->first + k, 1))
-			return -EIO;
 	}
-	wake_all(d);
 	return 0;
 }
 
@@ -439,7 +444,7 @@ static int receive_stale_list(struct dst *d)
 	for (uint64_t i = 0; i < d->npages; ) {
 		uint64_t n = 0;
 
-		while (i + n < d->npages && atomic_load(&d->st[i + n]) == P_STALE)
+		while (i + n < d->npages && atomic_load(&d->st[i + n]) == M_STALE)
 			n++;
 		if (!n) {
 			i++;
@@ -451,6 +456,22 @@ static int receive_stale_list(struct dst *d)
 		i += n;
 	}
 	return 0;
+}
+
+static bool page_wanted(struct dst *d, uint64_t i)
+{
+	if (d->o->mode == LM_MODE_MISSING)
+		return atomic_load(&d->st[i]) != M_MAPPED;
+	return uffdm_region_page_state(d->r, i * d->page) != UFFDM_PAGE_FILLED;
+}
+
+/* Faults the broken link left unanswered: asked again on the new one. */
+static void ask_again(struct dst *d)
+{
+	for (uint64_t i = 0; d->o->mode == LM_MODE_MINOR && i < d->npages; i++)
+		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED &&
+		    request(d, i))
+			return;
 }
 
 /* Pages this destination still lacks, for a rejoining source. */
@@ -468,9 +489,7 @@ static int send_need(struct dst *d)
 
 		memset(b, 0, (n + 7) / 8);
 		for (uint64_t k = 0; k < n; k++) {
-			uint8_t st = atomic_load(&d->st[first + k]);
-
-			if (st == P_UNKNOWN || st == P_STALE) {
+			if (page_wanted(d, first + k)) {
 				bit_set(b, k);
 				/* unanswered requests are asked again */
 				atomic_store(&d->reqd[first + k], 0);
@@ -515,6 +534,7 @@ static int rejoin(struct dst *d)
 		return -EAGAIN;
 	d->urg_running = true;
 	d->rejoins++;
+	ask_again(d);
 	wake_all(d);
 	fprintf(stderr, "lm: destination: the source rejoined %.1f ms after the break\n",
 		(double)(lm_now_ns() - t0) / 1e6);
@@ -777,7 +797,7 @@ static int source_lost(struct dst *d, const char *why, int err)
 	if (d->o->mode == LM_MODE_MISSING)
 		atomic_store(&d->wl.quit, 1);
 	else
-		wl_stop(&d->wl);
+		wl_stop_kick(&d->wl, fail_deferred, d);
 	fprintf(stderr, "lm: destination: %s during postcopy (%s); workload stopped "
 		"with %llu of %llu pages mapped%s\n", lm_err_is_protocol(err) ?
 		"protocol error" : "source lost", d->dead_msg,
@@ -856,7 +876,8 @@ static int finish(struct dst *d)
 	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
 	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
 	rep.transit_ms = rep.clocks_shared ? (double)(d->t_switch - d->sw.t_send_ns) / 1e6 : -1;
-	rep.faults = atomic_load(&d->faults);
+	/* minor: fault messages; the callback runs once per page */
+	rep.faults = d->o->mode == LM_MODE_MINOR ? d->hst.messages : atomic_load(&d->faults);
 	rep.faults_demand = atomic_load(&d->demand);
 	latency(d, &rep);
 	lm_report_print(&rep, d->o);
@@ -929,6 +950,7 @@ static int setup(struct dst *d)
 	d->npages = d->size / d->page;
 	d->g = (struct lm_geom){ .npages = d->npages, .page_size = (uint32_t)d->page };
 	d->st = calloc(d->npages, 1);
+	d->stale_bits = calloc(1, (d->npages + 7) / 8);
 	d->reqd = calloc(d->npages, 1);
 	d->recv_hash = calloc(d->npages, 8);
 	d->vis_hash = calloc(d->npages, 8);
@@ -936,7 +958,7 @@ static int setup(struct dst *d)
 	d->fault_t0 = calloc(d->npages, 8);
 	d->lat = calloc(MAX_SAMPLES, 8);
 	d->lat_t = calloc(MAX_SAMPLES, 8);
-	if (!d->st || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
+	if (!d->st || !d->stale_bits || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
 	    !d->fault_t0 || !d->lat || !d->lat_t)
 		return -ENOMEM;
 	/* the whole region in the page cache: the precopy writes it anyway */

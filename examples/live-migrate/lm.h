@@ -92,6 +92,9 @@ int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int 
 void wl_pause(struct workload *w);
 void wl_resume(struct workload *w);
 void wl_stop(struct workload *w);
+/* wl_stop for threads that may sleep in a fault: kick() every 20 ms until
+ * each is joined (it fails what they wait for). */
+void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg);
 uint64_t wl_ops(const struct workload *w);
 /* 0, or -EBADMSG with a message: checksums and counters agree. */
 int wl_check(const uint8_t *mem, size_t size, char *err, size_t errlen);

@@ -251,6 +251,31 @@ void wl_resume(struct workload *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg)
+{
+	pthread_mutex_lock(&w->lock);
+	atomic_store(&w->quit, 1);
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	kick(arg);
+	for (unsigned int t = 0; t < w->n; t++) {
+		for (;;) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			if (pthread_timedjoin_np(w->tid[t], NULL, &ts) != ETIMEDOUT)
+				break;
+			kick(arg);
+		}
+	}
+	w->running = false;
+}
+
 void wl_stop(struct workload *w)
 {
 	pthread_mutex_lock(&w->lock);
