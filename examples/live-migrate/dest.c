@@ -677,7 +677,9 @@ static int resume(struct dst *d)
 		return ret;
 	inject(d, "stop-switch");
 	if (source_gave_up(d))
-		return -ECANCELED;
+		return -ECONNRESET;
+	if (lm_interrupted)
+		return -ECANCELED;	/* not committed: the source keeps it */
 	/* the threads exist and are parked (prepare_postcopy): only wake them */
 	if (wl_hdr_check(&hdr, d->size, d->hello.nthreads)) {
 		snprintf(d->m.err, sizeof(d->m.err), "the workload's header in the copied memory "
@@ -685,6 +687,7 @@ static int resume(struct dst *d)
 		return -EBADMSG;
 	}
 	d->resumed = true;
+	lm_committed = 1;	/* an interrupt no longer cancels */
 	atomic_store(&d->rejoinable, 1);
 	atomic_store(&d->door.rejoin_ok, 1);
 	wl_resume(&d->wl);
@@ -991,6 +994,8 @@ static int fail(struct dst *d, const char *phase, int ret)
 		wl_stop(&d->wl);	/* parked, never run */
 	if (ret == -ENOMEM || ret == -EINVAL)
 		return LM_EXIT_USAGE;
+	if (ret == -ECANCELED)
+		return LM_EXIT_INTERRUPTED;
 	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
@@ -1009,8 +1014,10 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	lm_door_init(&d->door, o, lfd, max_size(o));
 	/* like any server, it waits for its source without limit */
 	ret = lm_door_admit(&d->door, &d->m, "main", &d->link, LM_AUTH_MAIN, -1, &d->hello);
+	if (ret == -ECANCELED)
+		fprintf(stderr, "lm: destination: interrupted while waiting for a source\n");
 	if (ret)
-		return LM_EXIT_USAGE;
+		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_USAGE;
 	ret = setup(d);
 	if (ret)
 		return LM_EXIT_USAGE;

@@ -73,14 +73,11 @@ static int admit_one(struct lm_door *door, struct lm_conn *c, const char *name,
 		     struct lm_link *link, int wait_ms, struct lm_auth *a, struct lm_challenge *ch,
 		     char *peer, size_t plen)
 {
-	struct pollfd p = { .fd = door->lfd, .events = POLLIN };
 	int fd, ret, pr;
 
-	pr = poll(&p, 1, wait_ms);
-	if (pr < 0 && errno == EINTR)
-		return -EAGAIN;
+	pr = lm_wait_fd(door->lfd, POLLIN, wait_ms);
 	if (pr <= 0)
-		return pr < 0 ? -errno : -ETIMEDOUT;
+		return pr < 0 ? pr : -ETIMEDOUT;
 	fd = accept4(door->lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return errno == EMFILE || errno == ENFILE ? -errno : -EAGAIN;
@@ -156,7 +153,12 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		if (t_end) {
 			uint64_t now = lm_now_ns();
 
-			left = now >= t_end ? 0 : (int)((t_end - now) / 1000000ull) + 1;
+			if (now >= t_end) {
+				fprintf(stderr, "lm: destination: no %s connection within %d ms\n",
+					name, wait_ms);
+				return -ETIMEDOUT;
+			}
+			left = (int)((t_end - now) / 1000000ull) + 1;
 		}
 		ret = admit_one(door, c, name, link, left, &a, &ch, peer, sizeof(peer));
 		if (ret == -EAGAIN)

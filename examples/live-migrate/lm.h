@@ -23,6 +23,7 @@ enum {
 	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
 	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
+	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
 /* ---- workload -------------------------------------------------------- */

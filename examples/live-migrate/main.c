@@ -489,6 +489,7 @@ int lm_main(int argc, char **argv)
 		return 0;
 	}
 	check_opts(&o);
+	lm_catch_interrupts();
 	if (!strcmp(cmd, "run")) {
 		/* both ends are ours: a key for this run only */
 		if (!o.have_key)

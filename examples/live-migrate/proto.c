@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* lm wire format: frame checks and paced, delayed connections. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -275,6 +276,73 @@ size_t lm_frame_encode(void *buf, size_t cap, unsigned int type, unsigned int fl
 
 /* ---- time and links ------------------------------------------------ */
 
+volatile sig_atomic_t lm_interrupted;
+volatile sig_atomic_t lm_committed;
+static volatile sig_atomic_t interrupts;
+
+/*
+ * SIGINT/SIGTERM: before the commit every wait gives up (-ECANCELED) and the
+ * source resumes its workload; after it the workload lives on the
+ * destination and needs both ends, so the first one only says so and a
+ * second one abandons it.
+ */
+static void on_interrupt(int sig)
+{
+	static const char msg[] = "lm: interrupted after the switch-over: the workload runs on "
+				  "the destination and needs both ends; finishing (interrupt "
+				  "again to abandon it)\n";
+
+	(void)sig;
+	if (!lm_committed) {
+		lm_interrupted = 1;
+		return;
+	}
+	if (interrupts++)
+		_exit(130);
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		interrupts++;
+}
+
+void lm_catch_interrupts(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * poll one fd in slices of 100 ms, so an interrupt is seen whichever thread
+ * took the signal: 1 ready, 0 timed out (timeout_ms <= 0: never),
+ * -ECANCELED interrupted.
+ */
+int lm_wait_fd(int fd, short events, int timeout_ms)
+{
+	uint64_t end = timeout_ms > 0 ? lm_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int slice = 100, pr;
+
+		if (lm_interrupted)
+			return -ECANCELED;
+		if (end) {
+			uint64_t now = lm_now_ns();
+
+			if (now >= end)
+				return 0;
+			if (end - now < 100000000ull)
+				slice = (int)((end - now) / 1000000ull) + 1;
+		}
+		pr = poll(&p, 1, slice);
+		if (pr > 0)
+			return 1;
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 uint64_t lm_now_ns(void)
 {
 	struct timespec ts;
@@ -311,7 +379,8 @@ void lm_sleep_until(uint64_t t_ns)
 		.tv_nsec = (long)(t_ns % 1000000000ull),
 	};
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+	       !lm_interrupted)
 		;
 }
 
@@ -413,11 +482,10 @@ static int write_all(int fd, struct iovec *iov, int n, int timeout_ms)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-			int pr = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+			int pr = lm_wait_fd(fd, POLLOUT, timeout_ms);
 
-			if (pr < 0 && errno != EINTR)
-				return -errno;
+			if (pr < 0)
+				return pr;
 			if (pr == 0)
 				return -ETIMEDOUT;
 			continue;
@@ -450,6 +518,10 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	};
 	int ret;
 
+	if (lm_interrupted) {
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+		return -ECANCELED;
+	}
 	pthread_mutex_lock(&c->wlock);
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
@@ -458,7 +530,9 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	if (!ret)
 		c->tx_bytes += sizeof(h) + fl + data_len;
 	pthread_mutex_unlock(&c->wlock);
-	if (ret == -ETIMEDOUT)
+	if (ret == -ECANCELED)
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+	else if (ret == -ETIMEDOUT)
 		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: the peer took "
 			 "nothing for %d ms (stopped or unreachable)", c->name, lm_type_name(type),
 			 c->tx_timeout_ms);
@@ -473,12 +547,11 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 {
 	*got = 0;
 	while (*got < n) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&p, 1, c->timeout_ms > 0 ? c->timeout_ms : -1);
+		int pr = lm_wait_fd(c->fd, POLLIN, c->timeout_ms);
 		ssize_t r;
 
-		if (pr < 0 && errno == EINTR)
-			continue;
+		if (pr < 0)
+			return pr;
 		if (pr == 0)
 			return -ETIMEDOUT;
 		r = read(c->fd, (char *)buf + *got, n - *got);
@@ -495,6 +568,8 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 
 static const char *why(int ret)
 {
+	if (ret == -ECANCELED)
+		return "interrupted";
 	if (ret == -ETIMEDOUT)
 		return "no data within --timeout (the peer stopped or is unreachable)";
 	return ret == -EPIPE ? "closed by the peer" : strerror(-ret);
@@ -526,6 +601,10 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 	ret = read_all(c, &h, sizeof(h), &got);
 	if (ret == -EPIPE && got == 0) {
 		snprintf(c->err, sizeof(c->err), "%s connection closed by the peer", c->name);
+		return ret;
+	}
+	if (ret == -ECANCELED) {
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
 		return ret;
 	}
 	if (ret == -ETIMEDOUT && got == 0) {

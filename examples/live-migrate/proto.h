@@ -229,6 +229,11 @@ struct lm_conn {
 	char err[160];
 };
 
+#include <signal.h>
+extern volatile sig_atomic_t lm_interrupted;	/* SIGINT/SIGTERM before the commit */
+extern volatile sig_atomic_t lm_committed;	/* past it, an interrupt only warns */
+void lm_catch_interrupts(void);
+int lm_wait_fd(int fd, short events, int timeout_ms);
 uint64_t lm_now_ns(void);
 /* A line in the kernel's trace buffer when LM_TRACE names trace_marker: lets
  * ftrace's sched events be read against lm's own steps. */

@@ -569,8 +569,10 @@ static int switch_over(struct src *s)
 		ret = send_stale_list(s, &s->st.bytes_paused);
 	if (!ret)
 		ret = wait_for(s, LM_RESUMED);
-	if (!ret)
-		atomic_store(&s->stale_ready, 1);	/* committed */
+	if (!ret) {
+		lm_committed = 1;	/* an interrupt no longer cancels */
+		atomic_store(&s->stale_ready, 1);
+	}
 	return ret;
 }
 

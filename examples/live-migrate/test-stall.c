@@ -6,7 +6,10 @@
  * send is blocked; a stopped destination that is continued after that does
  * not run a second copy.  After the commit the source reports and exits 6.
  * A stopped source makes the destination give up (6 before the switch-over,
- * 3 during postcopy, the workload stopped).
+ * 3 during postcopy, the workload stopped).  SIGINT at a phase (sent while
+ * the process is stopped there, then continued): before the commit the
+ * source resumes at home (2) and the destination leaves (130); after it
+ * both say so and finish.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -195,6 +198,100 @@ static void test_source_stops_postcopy_missing(void **state)
 	source_stops_postcopy("postcopy-missing");
 }
 
+/* Stop side at phase, interrupt it there, let it go on. */
+static void interrupt_at(struct run *r, bool dest_side, const char *mode, const char *phase)
+{
+	int st;
+	pid_t who;
+
+	start(r, mode, dest_side ? phase : "none", dest_side ? "none" : phase);
+	who = dest_side ? r->d : r->s;
+	assert_int_equal(waitpid(who, &st, WUNTRACED), who);
+	assert_true(WIFSTOPPED(st));
+	kill(who, SIGINT);
+	kill(who, SIGCONT);
+	r->s_rc = lmt_status(r->s);
+	r->d_rc = lmt_status(r->d);
+	print_message("# SIGINT to the %s at %s: source %d, destination %d\n",
+		      dest_side ? "destination" : "source", phase, r->s_rc, r->d_rc);
+}
+
+static void test_sigint_source_precopy(void **state)
+{
+	struct run r;
+
+	(void)state;
+	interrupt_at(&r, false, "stop-copy", "stop-precopy");
+	assert_int_equal(r.s_rc, LM_EXIT_ABORTED);
+	assert_true(lmt_file_has(SERR, "interrupted"));
+	assert_true(lmt_file_has(SERR, "invariants hold"));
+	assert_int_equal(r.d_rc, LM_EXIT_PEER_LOST);
+}
+
+static void test_sigint_dest_precopy(void **state)
+{
+	struct run r;
+
+	(void)state;
+	interrupt_at(&r, true, "minor", "stop-precopy");
+	assert_int_equal(r.d_rc, LM_EXIT_INTERRUPTED);
+	assert_int_equal(r.s_rc, LM_EXIT_ABORTED);
+}
+
+static void test_sigint_dest_switch(void **state)
+{
+	struct run r;
+
+	(void)state;
+	interrupt_at(&r, true, "stop-copy", "stop-switch");
+	assert_int_equal(r.s_rc, LM_EXIT_ABORTED);
+	assert_true(r.d_rc == LM_EXIT_INTERRUPTED || r.d_rc == LM_EXIT_PEER_LOST);
+}
+
+/* After the commit an interrupt does not lose the workload. */
+static void test_sigint_source_postcopy(void **state)
+{
+	struct run r;
+
+	(void)state;
+	interrupt_at(&r, false, "minor", "stop-postcopy");
+	assert_int_equal(r.s_rc, LM_EXIT_OK);
+	assert_int_equal(r.d_rc, LM_EXIT_OK);
+	assert_true(lmt_file_has(SERR, "interrupted after the switch-over"));
+}
+
+static void test_sigint_dest_postcopy(void **state)
+{
+	struct run r;
+
+	(void)state;
+	interrupt_at(&r, true, "minor", "stop-postcopy");
+	assert_int_equal(r.s_rc, LM_EXIT_OK);
+	assert_int_equal(r.d_rc, LM_EXIT_OK);
+	assert_true(lmt_file_has(DERR, "interrupted after the switch-over"));
+}
+
+/* A destination waiting for its first source leaves at once. */
+static void test_sigint_dest_waiting(void **state)
+{
+	char addr[64], lfd_s[16];
+	int lfd = lmt_listener(addr, sizeof(addr));
+	const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, NULL };
+	double t0;
+	pid_t d;
+
+	(void)state;
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	d = lmt_spawn(DERR, NULL, da);
+	close(lfd);
+	usleep(300000);
+	t0 = lmt_now();
+	kill(d, SIGINT);
+	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_now() - t0 < 3);
+	assert_true(lmt_file_has(DERR, "interrupted while waiting"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +305,12 @@ int main(void)
 		cmocka_unit_test(test_source_stops_precopy),
 		cmocka_unit_test(test_source_stops_postcopy_minor),
 		cmocka_unit_test(test_source_stops_postcopy_missing),
+		cmocka_unit_test(test_sigint_source_precopy),
+		cmocka_unit_test(test_sigint_dest_precopy),
+		cmocka_unit_test(test_sigint_dest_switch),
+		cmocka_unit_test(test_sigint_source_postcopy),
+		cmocka_unit_test(test_sigint_dest_postcopy),
+		cmocka_unit_test(test_sigint_dest_waiting),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
