@@ -195,7 +195,7 @@ static void garbage(const void *bytes, size_t len, const char *word)
 	assert_false(lmt_has_region(d));
 	close(fd);
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), 128 + SIGTERM);
+	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
 }
 
 static void test_malformed(void **state)
