@@ -85,6 +85,7 @@ static void test_payload(void **state)
 			      .nthreads = 2 };
 	struct lm_geom none = { 0 };
 	struct lm_req q = { .page = 100 };
+	struct lm_round rd = { 0 };	/* ROUND's fixed part is larger than a REQ */
 	size_t n;
 
 	(void)state;
@@ -103,7 +104,7 @@ static void test_payload(void **state)
 	expect(decode(n, &none), "malformed HELLO");
 	n = lm_frame_encode(buf, sizeof(buf), LM_REQ, 0, &q, NULL, 0);
 	expect(decode(n, &none), "REQ frame before HELLO");
-	n = lm_frame_encode(buf, sizeof(buf), LM_ROUND, 0, &q, page, 8);
+	n = lm_frame_encode(buf, sizeof(buf), LM_ROUND, 0, &rd, page, 8);
 	expect(decode(n, &geom), "ROUND frame");
 }
 

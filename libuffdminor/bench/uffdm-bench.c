@@ -2,15 +2,23 @@
 /*
  * uffdm-bench: how fast minor faults are served, in one table.
  *
- *   (a) the library's handler (uffdm_handler_*), callback a no-op: the
- *       pages are already in the page cache, as after a background fill;
- *   (b) a raw handler written directly on the ioctls, same work;
+ *   (a) the library's handler (uffdm_handler_*) with its fill-once page
+ *       states, callback a no-op: the pages are already in the page cache,
+ *       as after a background fill;
+ *   (b) a raw handler written directly on the ioctls, same work (and no
+ *       page states: it is only right for a callback that is idempotent);
  *   (c) the missing-fault way: MISSING registration, UFFDIO_COPY of one
- *       page per fault from a prepared buffer.
+ *       page per fault from a prepared buffer;
+ *   (d) the library with deferred completion: the callback returns
+ *       UFFDM_FILL_LATER and one completer thread completes each page.
  *
  * Faulting threads each read one byte of each of their pages once; faults/s
  * is pages over the wall time of the faulting; latency is from the read of
- * the event to the wake, as the library's histogram measures it.
+ * the event to the wake, as the library's histogram measures it (for (d)
+ * it ends when the callback returns: the wait for the completer is not in
+ * it).  Every way runs -r times, taking turns; the table shows the median
+ * faults/s, and each ratio as median [min-max] over the reps, each rep's
+ * ratio taken between runs made back to back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +39,8 @@
 #include "uffdminor.h"
 
 #define MAX_THREADS 8
+#define MAX_REPS 15
+#define WAYS 4
 /*
  * 1 µs buckets below 65 ms, then one overflow bucket: copying a 2 MiB page
  * under QEMU TCG takes several ms, which a 4 ms range clipped.
@@ -64,7 +74,7 @@ struct run {
  * it steadier.
  */
 static bool pin;
-static unsigned int only_way = 3;	/* -w: run one way only (0 a, 1 b, 2 c); 3 all */
+static unsigned int only_way = WAYS;	/* -w: run one way only (0 a .. 3 d); WAYS all */
 static cpu_set_t all_cpus, handler_cpus, faulter_cpus;
 
 static void setup_pinning(bool want)
@@ -291,6 +301,93 @@ static struct result lib_run(struct run *run)
 	return res;
 }
 
+/* ---- (d): the library, deferred completion -------------------------- */
+
+struct deferq {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t *off;
+	size_t head, tail, cap;
+	bool done;
+	struct uffdm_handler *h;
+	struct uffdm_region *r;
+};
+
+static int defer(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	struct deferq *q = arg;
+
+	(void)r; (void)ev;
+	pthread_mutex_lock(&q->mu);
+	q->off[q->tail++ % q->cap] = off;
+	pthread_cond_signal(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	return UFFDM_FILL_LATER;
+}
+
+/* Completes each deferred page (already in the cache: nothing to fill). */
+static void *completer(void *arg)
+{
+	struct deferq *q = arg;
+	size_t page = uffdm_region_page_size(q->r);
+
+	for (;;) {
+		size_t off;
+
+		pthread_mutex_lock(&q->mu);
+		while (q->head == q->tail && !q->done)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (q->head == q->tail) {
+			pthread_mutex_unlock(&q->mu);
+			return NULL;
+		}
+		off = q->off[q->head++ % q->cap];
+		pthread_mutex_unlock(&q->mu);
+		uffdm_handler_complete(q->h, q->r, off, page, 0);
+	}
+}
+
+static struct result lib_deferred_run(struct run *run)
+{
+	struct deferq q = { .cap = run->npages, .r = run->r };
+	struct uffdm_handler_config cfg = { .threads = run->handlers, .fault = defer, .arg = &q };
+	struct result res = { 0 };
+	struct uffdm_stats st;
+	struct uffdm *u;
+	pthread_t ct;
+	int ret;
+
+	q.off = calloc(q.cap, sizeof(*q.off));
+	pthread_mutex_init(&q.mu, NULL);
+	pthread_cond_init(&q.cv, NULL);
+	run_on(&handler_cpus);
+	ret = q.off ? uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0) : -ENOMEM;
+	if (!ret)
+		ret = uffdm_region_register(u, run->r, 0, NULL);
+	if (!ret)
+		ret = uffdm_handler_start(&q.h, u, run->r, &cfg);
+	if (!ret)
+		ret = -pthread_create(&ct, NULL, completer, &q);
+	run_on(&all_cpus);
+	if (ret) {
+		res.skip = "library open failed";
+		free(q.off);
+		return res;
+	}
+	res.faults_per_s = fault_all(run);
+	pthread_mutex_lock(&q.mu);
+	q.done = true;
+	pthread_cond_signal(&q.cv);
+	pthread_mutex_unlock(&q.mu);
+	pthread_join(ct, NULL);
+	uffdm_handler_stop(q.h, &st);
+	uffdm_close(u);
+	free(q.off);
+	res.p50_us = (double)st.p50_ns / 1000;
+	res.p99_us = (double)st.p99_ns / 1000;
+	return res;
+}
+
 /* ---- one row ------------------------------------------------------- */
 
 /* A fresh region per measurement: every page must fault exactly once. */
@@ -308,36 +405,77 @@ static int fresh_region(struct run *run, bool populate)
 
 typedef struct result (*measure_fn)(struct run *run);
 
-/*
- * Best of reps for each way; the ways take turns within each rep, so that
- * drift on a shared machine (a build starting, the CPU clocking down) hits
- * all of them alike rather than whichever ran last.
- */
-static void measure(struct run *run, unsigned int reps, struct result best[3])
-{
-	static const measure_fn fn[3] = { lib_run, raw_run, raw_run };
-	struct result r;
+/* Every rep of every way, for medians and ranges. */
+struct series {
+	struct result r[WAYS][MAX_REPS];
+	unsigned int n;
+	const char *skip[WAYS];
+};
 
-	memset(best, 0, 3 * sizeof(best[0]));
+/*
+ * The ways take turns within each rep, so that drift on a shared machine
+ * (a build starting, the CPU clocking down) hits all of them alike rather
+ * than whichever ran last.
+ */
+static void measure(struct run *run, unsigned int reps, struct series *s)
+{
+	static const measure_fn fn[WAYS] = { lib_run, raw_run, raw_run, lib_deferred_run };
+
+	memset(s, 0, sizeof(*s));
 	for (unsigned int i = 0; i < reps; i++) {
-		for (unsigned int w = 0; w < 3; w++) {
+		for (unsigned int w = 0; w < WAYS; w++) {
 			run->copy = w == 2;
-			if (only_way < 3 && w != only_way) {
-				best[w].skip = "not run (-w)";
+			if (only_way < WAYS && w != only_way) {
+				s->skip[w] = "not run (-w)";
 				continue;
 			}
-			if (best[w].skip)
+			if (s->skip[w])
 				continue;
 			if (fresh_region(run, !run->copy)) {
-				best[w].skip = "skipped: no huge pages";
+				s->skip[w] = "skipped: no huge pages";
 				continue;
 			}
-			r = fn[w](run);
+			s->r[w][i] = fn[w](run);
 			uffdm_region_destroy(run->r);
-			if (r.skip || r.faults_per_s > best[w].faults_per_s)
-				best[w] = r;
+			s->skip[w] = s->r[w][i].skip;
 		}
+		s->n = i + 1;
 	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median rep of a way (by faults/s), with its latencies. */
+static struct result median_rep(const struct series *s, unsigned int w)
+{
+	double f[MAX_REPS];
+	struct result m = { 0 };
+
+	if (s->skip[w]) {
+		m.skip = s->skip[w];
+		return m;
+	}
+	for (unsigned int i = 0; i < s->n; i++)
+		f[i] = s->r[w][i].faults_per_s;
+	m.faults_per_s = median(f, s->n);
+	for (unsigned int i = 0; i < s->n; i++)
+		if (s->r[w][i].faults_per_s == m.faults_per_s || i == s->n - 1) {
+			m.p50_us = s->r[w][i].p50_us;
+			m.p99_us = s->r[w][i].p99_us;
+			break;
+		}
+	return m;
 }
 
 static void print_way(struct result r)
@@ -348,28 +486,38 @@ static void print_way(struct result r)
 		printf("  %10.0f %7.1f %7.1f", r.faults_per_s, r.p50_us, r.p99_us);
 }
 
-static void print_ratio(struct result x, struct result y)
+/* Ratio of way x to way y: median [min-max] of the reps' back-to-back ratios. */
+static void print_ratio(const struct series *s, unsigned int x, unsigned int y)
 {
-	if (x.skip || y.skip)
-		printf("  %5s", "-");
-	else
-		printf("  %5.2f", x.faults_per_s / y.faults_per_s);
+	double v[MAX_REPS], lo, hi;
+
+	if (s->skip[x] || s->skip[y]) {
+		printf("  %16s", "-");
+		return;
+	}
+	for (unsigned int i = 0; i < s->n; i++)
+		v[i] = s->r[x][i].faults_per_s / s->r[y][i].faults_per_s;
+	qsort(v, s->n, sizeof(*v), cmp_double);
+	lo = v[0];
+	hi = v[s->n - 1];
+	printf("  %4.2f [%4.2f-%4.2f]", median(v, s->n), lo, hi);
 }
 
-static void print_row(const char *name, unsigned int handlers, struct result a,
-		      struct result b, struct result c)
+static void print_row(const char *name, unsigned int handlers, const struct series *s)
 {
 	/* No huge pages: every way says so, and nothing else is worth a column. */
-	if (a.skip && b.skip && c.skip && !strncmp(a.skip, "skipped", 7)) {
-		printf("%-11s %2u  %s\n", name, handlers, a.skip);
+	if (s->skip[0] && s->skip[1] && s->skip[2] && !strncmp(s->skip[0], "skipped", 7)) {
+		printf("%-11s %2u  %s\n", name, handlers, s->skip[0]);
 		return;
 	}
 	printf("%-11s %2u", name, handlers);
-	print_way(a);
-	print_way(b);
-	print_ratio(a, b);
-	print_way(c);
-	print_ratio(a, c);
+	print_way(median_rep(s, 0));
+	print_way(median_rep(s, 1));
+	print_ratio(s, 0, 1);
+	print_way(median_rep(s, 2));
+	print_ratio(s, 0, 2);
+	print_way(median_rep(s, 3));
+	print_ratio(s, 3, 0);
 	printf("\n");
 }
 
@@ -387,11 +535,11 @@ static void bench_backing(const char *name, enum uffdm_backing backing, size_t n
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	memset(run->src, 0x5a, run->page);
 	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
-		struct result res[3];
+		static struct series s;
 
 		run->handlers = handlers[i];
-		measure(run, reps, res);
-		print_row(name, handlers[i], res[0], res[1], res[2]);
+		measure(run, reps, &s);
+		print_row(name, handlers[i], &s);
 	}
 	munmap(run->src, run->page);
 	free(run);
@@ -400,7 +548,7 @@ static void bench_backing(const char *name, enum uffdm_backing backing, size_t n
 static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [-n 4k-pages] [-H 2m-pages] [-f faulting-threads] [-r reps] "
-		"[-p (pin)] [-w a|b|c (one way only)]\n", argv0);
+		"[-p (pin)] [-w a|b|c|d (one way only)]\n", argv0);
 	exit(2);
 }
 
@@ -421,15 +569,18 @@ int main(int argc, char **argv)
 		default: usage(argv[0]);
 		}
 	}
-	if (!small || !huge || !faulters || faulters > MAX_THREADS || !reps || only_way > 3)
+	if (!small || !huge || !faulters || faulters > MAX_THREADS || !reps || reps > MAX_REPS ||
+	    only_way > WAYS)
 		usage(argv[0]);
 	setup_pinning(want_pin);
-	printf("uffdm-bench: %lu faulting threads, best of %lu, %s; pages already cached for "
-	       "(a),(b); (c) copies a page per fault\n", faulters, reps,
+	printf("uffdm-bench: %lu faulting threads, median of %lu, ratios median [min-max], %s; "
+	       "pages already cached for (a),(b),(d); (c) copies a page per fault; "
+	       "(d) defers every page to a completer thread\n", faulters, reps,
 	       pin ? "handlers pinned to the last CPU, faulters to the others" : "not pinned");
-	printf("%-11s %2s  %10s %7s %7s  %10s %7s %7s  %5s  %10s %7s %7s  %5s\n",
+	printf("%-11s %2s  %10s %7s %7s  %10s %7s %7s  %16s  %10s %7s %7s  %16s  %10s %7s %7s  %16s\n",
 	       "memory", "ht", "(a)lib f/s", "p50us", "p99us", "(b)raw f/s", "p50us", "p99us",
-	       "a/b", "(c)copy f/s", "p50us", "p99us", "a/c");
+	       "a/b", "(c)copy f/s", "p50us", "p99us", "a/c", "(d)defer f/s", "p50us", "p99us",
+	       "d/a");
 	bench_backing("shmem 4K", UFFDM_SHMEM, small, (unsigned int)faulters, (unsigned int)reps);
 	bench_backing("hugetlb 2M", UFFDM_HUGETLB_2M, huge, (unsigned int)faulters,
 		      (unsigned int)reps);

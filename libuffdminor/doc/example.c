@@ -5,7 +5,10 @@
 
 #define NPAGES 16
 
-/* Make the page right through the backing view; the library maps and wakes. */
+/*
+ * Make the page right through the backing view; the library maps and
+ * wakes.  It runs once per page, however many threads fault on it.
+ */
 static int fill(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
 {
 	char *page = (char *)uffdm_region_backing(r) + off;
@@ -54,10 +57,13 @@ int main(void)
 		}
 	}
 	uffdm_handler_stop(h, &st);
-	printf("%llu minor faults, p50 %llu ns, p99 %llu ns\n",
-	       (unsigned long long)st.minor, (unsigned long long)st.p50_ns,
+	printf("%llu pages filled, %llu faults, p50 %llu ns, p99 %llu ns\n",
+	       (unsigned long long)st.fills, (unsigned long long)st.minor,
+	       (unsigned long long)st.p50_ns,
 	       (unsigned long long)st.p99_ns);
-	uffdm_region_destroy(r);
+	/* The teardown order: handler, registration, descriptor, region. */
+	uffdm_region_unregister(u, r);
 	uffdm_close(u);
-	return st.minor == NPAGES ? 0 : 1;
+	uffdm_region_destroy(r);
+	return st.fills == NPAGES ? 0 : 1;
 }

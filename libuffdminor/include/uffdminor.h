@@ -291,6 +291,13 @@ int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size
 int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
 			unsigned int flags);
 
+/*
+ * The handler serving r, or NULL.  In a fault callback it is the callback's
+ * own handler, set before any fault could reach it (unlike a copy of
+ * uffdm_handler_start()'s *out, which a racing fault may not see yet).
+ */
+struct uffdm_handler *uffdm_region_handler(const struct uffdm_region *r);
+
 /* Fills one page through the backing view for uffdm_handler_fill(): 0 or -errno. */
 typedef int (*uffdm_fill_fn)(void *arg, struct uffdm_region *r, size_t offset);
 /*

@@ -170,10 +170,15 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 		(h->nregions - (unsigned int)pos) * sizeof(*h->regions));
 	h->regions[pos] = r;
 	h->nregions++;
-	r->handler = h;
+	__atomic_store_n(&r->handler, h, __ATOMIC_RELEASE);
 out:
 	pthread_rwlock_unlock(&h->lock);
 	return pos < 0 ? pos : ret;
+}
+
+struct uffdm_handler *uffdm_region_handler(const struct uffdm_region *r)
+{
+	return r ? __atomic_load_n(&r->handler, __ATOMIC_ACQUIRE) : NULL;
 }
 
 int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
@@ -194,7 +199,7 @@ int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
 		memmove(h->regions + i, h->regions + i + 1,
 			(h->nregions - i - 1) * sizeof(*h->regions));
 		h->nregions--;
-		r->handler = NULL;
+		__atomic_store_n(&r->handler, NULL, __ATOMIC_RELEASE);
 	}
 	pthread_rwlock_unlock(&h->lock);
 	return ret;
@@ -212,7 +217,7 @@ static bool is_fault(const struct uffdm_event *ev)
  * Nobody to hand a FORK's child descriptor to: close it, or it leaks (and
  * keeps the child's registered ranges waiting on a descriptor no one reads).
  */
-static void serve_event(struct hthread *t, const struct uffdm_event *ev)
+void uffdm__serve_event(struct hthread *t, const struct uffdm_event *ev)
 {
 	struct uffdm_handler *h = t->h;
 
@@ -221,43 +226,6 @@ static void serve_event(struct hthread *t, const struct uffdm_event *ev)
 		h->cfg.event(h->cfg.arg, ev);
 	else if (ev->kind == UFFDM_EVENT_FORK && ev->fork_fd >= 0)
 		close(ev->fork_fd);
-}
-
-/*
- * The spill is full and the kernel still refuses: the event it waits for
- * is queued behind faults (it hands out faults first).  Empty the spill
- * without resolving: events are served, faults are woken unresolved, so
- * their threads fault again and come back as fresh events later.
- */
-void uffdm__requeue_spill(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill)
-{
-	size_t small = (size_t)sysconf(_SC_PAGESIZE);
-
-	uffdm__count(t, C_REQUEUED, *nspill);
-	for (unsigned int i = 0; i < *nspill; i++) {
-		if (is_fault(&spill[i]))
-			uffdm_wake(t->h->u, (void *)(uintptr_t)(spill[i].addr & ~(small - 1)),
-				   small);
-		else
-			serve_event(t, &spill[i]);
-	}
-	*nspill = 0;
-}
-
-/* A resolving ioctl got EAGAIN: read the pending event so the kernel lets us. */
-void uffdm__drain(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill,
-		  unsigned int max)
-{
-	int n;
-
-	uffdm__count(t, C_EAGAIN, 1);
-	if (*nspill == max)
-		uffdm__requeue_spill(t, spill, nspill);
-	n = uffdm_events_read(t->h->u, spill + *nspill, max - *nspill, UFFDM_READ_NONBLOCK);
-	if (n > 0)
-		*nspill += (unsigned int)n;
-	else
-		sched_yield();	/* another handler thread is reading it */
 }
 
 static enum counter kind_counter(enum uffdm_event_kind k)
@@ -312,7 +280,7 @@ static void serve(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 	if (is_fault(ev))
 		serve_fault(t, ev, t0);
 	else
-		serve_event(t, ev);
+		uffdm__serve_event(t, ev);
 }
 
 /* Events read while resolving: served last-in first-out, each may spill more. */
@@ -406,7 +374,7 @@ static int prepare(struct uffdm_handler *h)
 static void handler_free(struct uffdm_handler *h)
 {
 	for (unsigned int i = 0; i < h->nregions; i++)
-		h->regions[i]->handler = NULL;
+		__atomic_store_n(&h->regions[i]->handler, NULL, __ATOMIC_RELEASE);
 	free(h->regions);
 	if (h->stop_fd >= 0)
 		close(h->stop_fd);

@@ -62,9 +62,7 @@ int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
 uint64_t uffdm__now_ns(void);
 void uffdm__count(struct hthread *t, enum counter c, uint64_t n);
 struct hthread *uffdm__current(const struct uffdm_handler *h);
-void uffdm__drain(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill,
-		  unsigned int max);
-void uffdm__requeue_spill(struct hthread *t, struct uffdm_event *spill, unsigned int *nspill);
+void uffdm__serve_event(struct hthread *t, const struct uffdm_event *ev);
 
 /* pagestate.c */
 void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev);

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,30 +26,108 @@
 #define GEN(w)		((w) & ~UFFDM_PS_MASK)
 #define APP_SPILL	16
 
-/* Who is serving: a handler thread with its spill, or an application thread. */
+/*
+ * Who is serving: a handler thread, whose spill holds the events read
+ * while resolving (served after its fault), or an application thread,
+ * which has none.  Faults read beyond the spill are parked: read but not
+ * woken, so they cannot come back and crowd out the event the kernel waits
+ * for (it hands out faults before events, and woken faults refault at
+ * once); svc_end() wakes them, and they fault again as fresh messages.
+ */
 struct svc {
 	struct hthread *t;
 	struct uffdm_event *spill;
 	unsigned int *nspill, max;
-	bool app;	/* spilled events are requeued at once, not served later */
-	struct uffdm_event own[APP_SPILL];
-	unsigned int nown;
+	uint64_t *parked;
+	size_t nparked, cap;
 };
 
 static void svc_init(struct svc *s, struct uffdm_handler *h)
 {
 	struct hthread *t = uffdm__current(h);
 
+	*s = (struct svc){ .t = t ? t : h->ext };
 	if (t) {
-		*s = (struct svc){ .t = t, .spill = t->spill, .nspill = &t->nspill, .max = BATCH };
+		s->spill = t->spill;
+		s->nspill = &t->nspill;
+		s->max = BATCH;
+	}
+}
+
+static void wake_fault(struct svc *s, uint64_t addr)
+{
+	size_t small = (size_t)sysconf(_SC_PAGESIZE);
+
+	uffdm__count(s->t, C_REQUEUED, 1);
+	uffdm_wake(s->t->h->u, (void *)(uintptr_t)(addr & ~(uint64_t)(small - 1)), small);
+}
+
+/* Without room to park it (no memory), a fault is woken now, as before. */
+static void park(struct svc *s, uint64_t addr)
+{
+	if (s->nparked == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		uint64_t *grown = realloc(s->parked, cap * sizeof(*grown));
+
+		if (!grown) {
+			wake_fault(s, addr);
+			return;
+		}
+		s->parked = grown;
+		s->cap = cap;
+	}
+	s->parked[s->nparked++] = addr;
+}
+
+static void svc_end(struct svc *s)
+{
+	for (size_t i = 0; i < s->nparked; i++)
+		wake_fault(s, s->parked[i]);
+	free(s->parked);
+	s->parked = NULL;
+	s->nparked = s->cap = 0;
+}
+
+static bool is_fault(const struct uffdm_event *ev)
+{
+	return ev->kind == UFFDM_EVENT_MINOR || ev->kind == UFFDM_EVENT_MISSING ||
+	       ev->kind == UFFDM_EVENT_WP;
+}
+
+/*
+ * An ioctl said EAGAIN: a non-cooperative event is unread.  Read into the
+ * spill while it has room; beyond it, serve events now and park faults.
+ */
+static void svc_drain(struct svc *s)
+{
+	struct uffdm *u = s->t->h->u;
+	struct uffdm_event buf[16];
+	int n;
+
+	uffdm__count(s->t, C_EAGAIN, 1);
+	if (s->max && *s->nspill < s->max) {
+		n = uffdm_events_read(u, s->spill + *s->nspill, s->max - *s->nspill,
+				      UFFDM_READ_NONBLOCK);
+		if (n > 0)
+			*s->nspill += (unsigned int)n;
+		else
+			sched_yield();	/* another thread is reading it */
 		return;
 	}
-	s->t = h->ext;
-	s->app = true;
-	s->nown = 0;
-	s->spill = s->own;
-	s->nspill = &s->nown;
-	s->max = APP_SPILL;
+	n = uffdm_events_read(u, buf, UFFDM_ARRAY_SIZE(buf), UFFDM_READ_NONBLOCK);
+	if (n <= 0)
+		sched_yield();
+	for (int i = 0; i < n; i++) {
+		if (is_fault(&buf[i]))
+			park(s, buf[i].addr);
+		else
+			uffdm__serve_event(s->t, &buf[i]);
+	}
+}
+
+static void time_ioctl(struct svc *s, uint64_t t0)
+{
+	uffdm__count(s->t, C_IOCTL_NS, uffdm__now_ns() - t0);
 }
 
 static uint32_t *word(const struct uffdm_region *r, size_t off)
@@ -65,19 +144,6 @@ static bool cas(uint32_t *w, uint32_t *old, uint32_t new)
 {
 	return __atomic_compare_exchange_n(w, old, new, false, __ATOMIC_ACQ_REL,
 					   __ATOMIC_ACQUIRE);
-}
-
-/* An ioctl said EAGAIN: an event is unread.  Read it; an application thread requeues. */
-static void svc_drain(struct svc *s)
-{
-	uffdm__drain(s->t, s->spill, s->nspill, s->max);
-	if (s->app)
-		uffdm__requeue_spill(s->t, s->spill, s->nspill);
-}
-
-static void time_ioctl(struct svc *s, uint64_t t0)
-{
-	uffdm__count(s->t, C_IOCTL_NS, uffdm__now_ns() - t0);
 }
 
 /*
@@ -271,27 +337,27 @@ static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 }
 
 /* A fault message for a page of r: the state decides who does what. */
-void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev)
+static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffdm_event *ev)
 {
 	size_t off = (size_t)(ev->addr - r->uaddr) & ~(r->page - 1);
 	bool wp = ev->kind == UFFDM_EVENT_WP;
 	uint32_t *w = word(r, off), old;
-	struct svc s;
+	struct hthread *t = sv->t;
+	struct svc *s = sv;
 
-	svc_init(&s, t->h);
 	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 	for (;;) {
 		switch (PS(old)) {
 		case UFFDM_PAGE_EMPTY:
 			if (!cas(w, &old, GEN(old) | UFFDM_PAGE_FILLING))
 				continue;
-			fill_by_callback(&s, r, off, ev, GEN(old));
+			fill_by_callback(s, r, off, ev, GEN(old));
 			return;
 		case UFFDM_PAGE_FILLED:
 			/* Zapped since, or a late duplicate: map or unprotect, no callback. */
 			uffdm__count(t, C_DUP, 1);
-			if (wp ? unprotect(&s, r, off, r->page) : map_run(&s, r, off, r->page))
-				fail_run(&s, r, off, r->page, wp);
+			if (wp ? unprotect(s, r, off, r->page) : map_run(s, r, off, r->page))
+				fail_run(s, r, off, r->page, wp);
 			else
 				uffdm__count(t, C_RESOLVED, 1);
 			return;
@@ -317,6 +383,15 @@ void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct u
 	}
 }
 
+void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev)
+{
+	struct svc s;
+
+	svc_init(&s, t->h);
+	serve_page(&s, r, ev);
+	svc_end(&s);
+}
+
 /* A fault outside every region: poison it or move it to the handler's SIGBUS descriptor. */
 void uffdm__fail_outside(struct hthread *t, uint64_t addr)
 {
@@ -337,6 +412,7 @@ void uffdm__fail_outside(struct hthread *t, uint64_t addr)
 	}
 	if (ret)
 		uffdm_wake(h->u, (void *)(uintptr_t)(addr & ~4095ull), 4096);
+	svc_end(&s);
 }
 
 bool uffdm__region_busy(const struct uffdm_region *r)
@@ -454,6 +530,7 @@ int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size
 
 		ret = complete_chunk(&s, r, o, n < 64 ? n : 64, err);
 	}
+	svc_end(&s);
 	return ret;
 }
 
@@ -548,4 +625,5 @@ void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
 		fail_run(&s, r, o, r->page, false);
 		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
 	}
+	svc_end(&s);
 }

@@ -21,6 +21,7 @@ enum scenario {
 	S_HOLE,		/* a missing fault on a hole refused: no zeroes */
 	S_HOLE_LATER,	/* the same; the first touch may race, later ones must not */
 	S_AFTER_STOP,	/* refused, then the handler stops: still SIGBUS */
+	S_SICODE,	/* a minor fault refused: which si_code arrives (exit 100 + it) */
 };
 
 struct sigbus_case {
@@ -57,6 +58,12 @@ static int read_sigbus(volatile char *p)
 	}
 	sigaction(SIGBUS, &old, NULL);
 	return got;
+}
+
+static void on_sigbus_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)uc;
+	_exit(100 + si->si_code);
 }
 
 static unsigned int reg_flags(enum scenario s)
@@ -100,6 +107,13 @@ static int fault_and_die(void *arg)
 	case S_WP:
 		view[0] = 'w';		/* should not come back */
 		return ((char *)uffdm_region_backing(r))[0] == 'w' ? 4 : 1;
+	case S_SICODE: {
+		struct sigaction sa = { .sa_sigaction = on_sigbus_info, .sa_flags = SA_SIGINFO };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGBUS, &sa, NULL);
+		return view[0] == 0 ? 1 : 2;
+	}
 	case S_AFTER_STOP:
 		if (!read_sigbus(view))
 			return 5;
@@ -128,6 +142,8 @@ static int fault_and_die(void *arg)
 	}
 }
 
+static int last_si_code;
+
 static void expect_sigbus(const struct mem_case *mc, unsigned int handler_flags,
 			  enum scenario s)
 {
@@ -138,6 +154,12 @@ static void expect_sigbus(const struct mem_case *mc, unsigned int handler_flags,
 	res = run_child(fault_and_die, &sc, 20);
 	if (res.signal == SIGALRM)
 		fail_msg("faulting thread hung (or livelocked): the watchdog fired");
+	if (s == S_SICODE) {
+		if (!res.exited || res.status < 100)
+			fail_msg("status %d signal %d: no SIGBUS caught", res.status, res.signal);
+		last_si_code = res.status - 100;
+		return;
+	}
 	if (s == S_AFTER_STOP) {
 		if (!res.exited || res.status)
 			fail_msg("status %d signal %d: 5 = no SIGBUS at first, 6 = none after stop",
@@ -230,6 +252,37 @@ static void test_after_stop_fd(void **state)
 	expect_sigbus(need_case(state), UFFDM_HANDLER_SIGBUS_FD, S_AFTER_STOP);
 }
 
+/*
+ * POISON faults are VM_FAULT_HWPOISON: arm64 signals BUS_MCEERR_AR, x86
+ * only with CONFIG_MEMORY_FAILURE (its sysctl is the sign), else
+ * BUS_ADRERR.  A SIGBUS descriptor's fault is VM_FAULT_SIGBUS: BUS_ADRERR.
+ * As uffdm_handler_start(3) documents.
+ */
+static int poison_si_code(void)
+{
+#if defined(__aarch64__)
+	return BUS_MCEERR_AR;
+#else
+	return access("/proc/sys/vm/memory_failure_early_kill", F_OK) ? BUS_ADRERR : BUS_MCEERR_AR;
+#endif
+}
+
+static void test_si_code_poison(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+
+	need_poison();
+	expect_sigbus(mc, 0, S_SICODE);
+	print_message("si_code %d\n", last_si_code);
+	assert_int_equal(last_si_code, poison_si_code());
+}
+
+static void test_si_code_fd(void **state)
+{
+	expect_sigbus(need_case(state), UFFDM_HANDLER_SIGBUS_FD, S_SICODE);
+	assert_int_equal(last_si_code, BUS_ADRERR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +294,8 @@ int main(void)
 		CROSS(test_hole_fd),
 		CROSS(test_after_stop_poison),
 		CROSS(test_after_stop_fd),
+		CROSS(test_si_code_poison),
+		CROSS(test_si_code_fd),
 	};
 
 	return cmocka_run_group_tests_name("sigbus", tests, NULL, NULL);
