@@ -71,6 +71,7 @@ bool lmt_file_has(const char *path, const char *word)
 {
 	char buf[16384] = { 0 };
 	FILE *f = fopen(path, "r");
+	bool found;
 	size_t n;
 
 	if (!f)
@@ -78,9 +79,10 @@ bool lmt_file_has(const char *path, const char *word)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	if (!strstr(buf, word))
-		print_message("# %s lacks '%s':\n%s\n", path, word, buf);
-	return strstr(buf, word) != NULL;
+	found = strstr(buf, word) != NULL;
+	if (!found)
+		print_message("# %s lacks '%s':\n%s\n", path, word ? word : "", buf);
+	return found;
 }
 
 bool lmt_wait_for(const char *path, const char *word, double seconds)

@@ -243,12 +243,18 @@ void wl_pause(struct workload *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * Broadcast after unlocking: woken threads would otherwise block on the
+ * mutex we still hold and need a second wake-up each -- the probe trace
+ * showed two cross-CPU wake-ups per thread at the destination's resume.  A
+ * thread that saw pause_req set under the lock is in cond_wait by now.
+ */
 void wl_resume(struct workload *w)
 {
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->pause_req, 0);
-	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+	pthread_cond_broadcast(&w->cond);
 }
 
 void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg)
