@@ -412,9 +412,14 @@ static int receive_precopy(struct dst *d)
 			if ((f.h.flags & LM_F_LAST) &&
 			    (ret = lm_send(&d->m, LM_ROUND, 0, f.fixed, NULL, 0)))
 				return ret;
+			/* probe knob: wait for SWITCH spinning, not asleep */
+			if ((f.h.flags & LM_F_LAST) && getenv("LM_SPIN_MS"))
+				d->m.spin_until_ns = lm_now_ns() +
+						     (uint64_t)atoi(getenv("LM_SPIN_MS")) * 1000000ull;
 			break;
 		case LM_SWITCH:
 			d->t_switch = lm_now_ns();
+			d->m.spin_until_ns = 0;
 			lm_trace("lm dst: SWITCH received");
 			d->sw = *(const struct lm_switch *)f.fixed;
 			return 0;

@@ -342,14 +342,22 @@ static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *
  */
 #define LM_SOCKBUF (256 << 10)
 
+/* LM_SOCKBUF=BYTES overrides it, 0 leaves the kernel's autotuning: a probe knob. */
+static int sockbuf(void)
+{
+	const char *e = getenv("LM_SOCKBUF");
+
+	return e ? atoi(e) : LM_SOCKBUF;
+}
+
 static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd, one = 1, buf = LM_SOCKBUF;
+	int fd, one = 1, buf = sockbuf();
 
 	fd = tcp_socket(addr, &ss, &len);
-	if (fd >= 0)
+	if (fd >= 0 && buf > 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
@@ -371,8 +379,8 @@ int lm_connect_quiet(const char *addr, bool quiet)
 	int fd, one = 1;
 
 	fd = tcp_socket(addr, &ss, &len);
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ LM_SOCKBUF }, sizeof(int));
+	if (fd >= 0 && sockbuf() > 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ sockbuf() }, sizeof(int));
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
 		if (!quiet)
 			fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));

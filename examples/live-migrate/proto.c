@@ -547,8 +547,22 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 {
 	*got = 0;
 	while (*got < n) {
-		int pr = lm_wait_fd(c->fd, POLLIN, c->timeout_ms);
+		int pr = 1;
 		ssize_t r;
+
+		if (c->spin_until_ns && lm_now_ns() < c->spin_until_ns) {
+			r = recv(c->fd, (char *)buf + *got, n - *got, MSG_DONTWAIT);
+			if (r > 0) {
+				*got += (size_t)r;
+				continue;
+			}
+			if (r == 0)
+				return -EPIPE;
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -errno;
+		}
+		pr = lm_wait_fd(c->fd, POLLIN, c->timeout_ms);
 
 		if (pr < 0)
 			return pr;

@@ -222,6 +222,7 @@ struct lm_conn {
 	uint64_t rx_delay_ns;	/* rtt/2 added to what we receive */
 	int timeout_ms;		/* a receive this idle is an error; 0: wait */
 	int tx_timeout_ms;	/* a send that makes no progress this long */
+	uint64_t spin_until_ns;	/* read without sleeping until then (probe knob) */
 	pthread_mutex_t wlock;
 	uint32_t seq;
 	uint64_t tx_bytes, rx_bytes;

@@ -1,8 +1,10 @@
 # shellcheck shell=sh
 # Where does minor mode's switch-over time go in this guest?  The point
 # where SWITCH's transit was worst (64 MiB, 1% stale, 1 Gbit/s, 100 us RTT),
-# with and without the drain before the pause (--no-drain), interleaved,
-# five runs each: downtime split (pause->SWITCH sent, in transit,
+# in variants, interleaved, LM_PROBE_RUNS (5) runs each: the default (drain
+# before the pause), --no-drain, the kernel's socket buffer autotuning
+# (LM_SOCKBUF=0) and a destination that spins for SWITCH (LM_SPIN_MS=50);
+# each run's downtime split (pause->SWITCH sent, in transit,
 # received->resume).  The first run of each has ftrace's scheduler, IRQ and
 # network events on, lm writing its own steps to trace_marker (LM_TRACE),
 # and prints the trace from "SWITCH send" to "resumed".  Not a test: a
@@ -15,10 +17,12 @@ T=/sys/kernel/debug/tracing
 POINT=${LM_PROBE_POINT:-"--size 64M --stale 0.01 --bandwidth 1G --rtt 100us"}
 ARGS="--mode minor $POINT --precopy 0.5 --after 0.3 --verify --json"
 
-# probe_run LABEL TRACE ARGS...: one run; its downtime split as a K513-PROBE line
+# probe_run LABEL TRACE ENV ARGS...: one run (ENV: VAR=VALUE for it, or -);
+# its downtime split as a K513-PROBE line
 probe_run() {
-	label=$1 trace=$2
-	shift 2
+	label=$1 trace=$2 penv=$3
+	shift 3
+	[ "$penv" = - ] && penv=K513_PROBE=1
 	if [ "$trace" = 1 ] && [ -d $T ]; then
 		echo 0 >$T/tracing_on
 		: >$T/trace
@@ -26,7 +30,7 @@ probe_run() {
 		export LM_TRACE=$T/trace_marker
 	fi
 	# shellcheck disable=SC2086 # word splitting of ARGS is wanted
-	lm run $ARGS "$@" >/tmp/probe-json 2>/tmp/probe-err </dev/null
+	env "$penv" lm run $ARGS "$@" >/tmp/probe-json 2>/tmp/probe-err </dev/null
 	rc=$?
 	unset LM_TRACE
 	[ -d $T ] && echo 0 >$T/tracing_on
@@ -45,18 +49,25 @@ probe_run() {
 if [ -d $T ]; then
 	echo 8192 >$T/buffer_size_kb
 	for ev in sched/sched_wakeup sched/sched_switch sched/sched_waking sched/sched_migrate_task \
-		irq/softirq_entry irq/softirq_exit irq_vectors/reschedule_entry \
-		irq_vectors/call_function_single_entry net/netif_rx net/net_dev_xmit \
-		timer/hrtimer_expire_entry; do
+		irq/softirq_entry irq/softirq_exit irq/irq_handler_entry irq_vectors/reschedule_entry \
+		irq_vectors/call_function_single_entry irq_vectors/call_function_entry \
+		irq_vectors/local_timer_entry net/netif_rx net/net_dev_xmit net/netif_receive_skb \
+		sock/sock_exceed_buf_limit sock/sock_rcvqueue_full skb/kfree_skb skb/consume_skb \
+		tcp/tcp_probe tcp/tcp_retransmit_skb tlb/tlb_flush timer/hrtimer_expire_entry \
+		timer/timer_expire_entry workqueue/workqueue_execute_start; do
 		[ -e "$T/events/$ev/enable" ] && echo 1 >"$T/events/$ev/enable"
 	done
 fi
 echo "K513-PROBE point: $POINT; load: $(cat /proc/loadavg)"
-for i in 1 2 3 4 5; do
+i=0
+while [ "$i" -lt "${LM_PROBE_RUNS:-5}" ]; do
+	i=$((i + 1))
 	t=0
 	[ "$i" = 1 ] && t=1
-	probe_run "drain-$i" $t
-	probe_run "nodrain-$i" $t --no-drain
+	probe_run "drain-$i" $t -
+	probe_run "nodrain-$i" 0 - --no-drain
+	probe_run "autotune-$i" 0 LM_SOCKBUF=0
+	probe_run "spin-$i" 0 LM_SPIN_MS=50
 done
 echo "K513-RESULT lm-probe runs PASS"
 finish
