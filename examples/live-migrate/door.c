@@ -283,4 +283,9 @@ void lm_door_stop(struct lm_door *door)
 	atomic_store(&door->stop, 1);
 	pthread_join(door->tid, NULL);
 	door->running = false;
+	for (int k = 0; k < 2; k++)
+		if (door->rejoin_fd[k] >= 0) {
+			close(door->rejoin_fd[k]);
+			door->rejoin_fd[k] = -1;
+		}
 }

@@ -60,6 +60,15 @@ static pid_t source(const char *err, const char *key, const char *size, const ch
 	return lmt_spawn(err, NULL, sa);
 }
 
+/* the same, with progress lines: "... tracking T" once connected */
+static pid_t source_loud(const char *err, const char *key, const char *size, const char *precopy)
+{
+	const char *sa[] = { "source", "--to", addr, "--size", size, "--precopy", precopy,
+			     "--after", "0.2", "--key", key, NULL };
+
+	return lmt_spawn(err, NULL, sa);
+}
+
 static const char *other_key(void)
 {
 	static const char *path = "/tmp/lm-auth-other.key";
@@ -170,8 +179,9 @@ static void test_second_source(void **state)
 	pid_t d = dest(lmt_key(), NULL, NULL), s1, s2;
 
 	(void)state;
-	s1 = source(SERR, lmt_key(), "4M", "1.5");
-	usleep(700000);		/* s1 is in precopy */
+	s1 = source_loud(SERR, lmt_key(), "4M", "1.5");
+	/* s1 is connected (it says so) and in precopy */
+	assert_true(lmt_wait_for(SERR, "tracking", 30));
 	s2 = source(SERR2, lmt_key(), "4M", "0.1");
 	assert_int_equal(lmt_status(s2), LM_EXIT_USAGE);
 	assert_true(lmt_file_has(SERR2, "busy with another migration"));
