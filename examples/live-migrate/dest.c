@@ -3,11 +3,15 @@
  * The destination: take the precopy stream into the backing view, and at
  * the switch-over run the workload on the other view at once.
  *
- * Page states (minor mode): UNKNOWN (precopy content, maybe stale), STALE
- * (fresh copy on its way), FRESH (backing holds the content at pause),
- * MAPPING (one thread is mapping it), MAPPED.  Only FRESH pages are ever
- * mapped, and only by the thread that moved them to MAPPING, so a page is
- * hashed for --verify exactly as the workload first sees it.
+ * Minor mode keeps no page states of its own: libuffdminor's handler owns
+ * them (fill-once, deferred completion).  The first fault on a page whose
+ * content is not known good asks the source and returns UFFDM_FILL_LATER;
+ * whatever makes a page good -- the stale list saying it is clean (the
+ * background walker fills those runs), an answer, a pushed copy -- claims it,
+ * writes it if there is data, hashes it for --verify and completes it.  A
+ * page is hashed exactly as the workload first sees it, and nothing unknown
+ * is ever mapped.  Missing mode (the QEMU-style baseline) keeps a two-state
+ * byte per page: stale until UFFDIO_COPY, then mapped.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,13 +25,21 @@
 
 #include "lm.h"
 
-enum { P_UNKNOWN, P_STALE, P_FRESH, P_MAPPING, P_MAPPED };
+/* missing mode only: st[] */
+enum { M_UNKNOWN, M_STALE, M_MAPPED };
 
 #define MAX_SAMPLES (1u << 20)
 
 struct dst {
 	const struct lm_opts *o;
 	struct lm_hello hello;
+	struct lm_door door;
+	bool verify;		/* as HELLO says: the source hashes only then */
+	bool resumed;		/* the workload runs here */
+	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
+	bool stale_done;	/* the whole stale list came (counted once) */
+	unsigned int rejoins;
+	bool got_pages;
 	struct lm_switch sw;
 	struct lm_done done;
 	struct uffdm_region *r;
@@ -37,7 +49,8 @@ struct dst {
 	struct lm_geom g;
 	struct lm_link link;
 	struct lm_conn m, urg;
-	_Atomic uint8_t *st;
+	_Atomic uint8_t *st;		/* missing mode: M_* */
+	uint8_t *stale_bits;		/* the stale list */
 	_Atomic uint8_t *reqd;
 	uint64_t *recv_hash, *vis_hash, *src_hash, *fault_t0;
 	pthread_mutex_t lock;
@@ -78,7 +91,7 @@ static void set_dead(struct dst *d, const char *why)
 static void mark_mapped(struct dst *d, uint64_t i, uint64_t hash)
 {
 	d->vis_hash[i] = hash;
-	atomic_store(&d->st[i], P_MAPPED);
+	atomic_store(&d->st[i], M_MAPPED);
 	atomic_fetch_add(&d->mapped, 1);
 }
 
@@ -99,83 +112,103 @@ static void sample(struct dst *d, uint64_t i)
 
 static uint64_t page_hash(struct dst *d, const void *p)
 {
-	return d->o->verify ? lm_hash(p, d->page) : 0;
+	return d->verify ? lm_hash(p, d->page) : 0;
 }
 
-/* Fresh content for page i arrived (push or urgent answer). */
-static int take_page(struct dst *d, uint64_t i, const uint8_t *data)
+/* missing mode: page i's content arrived; copy it in, which wakes its faults */
+static int copy_page(struct dst *d, uint64_t i, const uint8_t *data)
 {
-	uint8_t s = atomic_load(&d->st[i]);
+	ssize_t n;
 
-	if (s != P_UNKNOWN && s != P_STALE) {
+	if (atomic_load(&d->st[i]) == M_MAPPED) {
 		set_dead(d, "protocol error: a page was sent twice");
 		return -EBADMSG;
 	}
-	if (d->o->mode == LM_MODE_MISSING) {
-		ssize_t n = uffdm_copy(d->u, d->view + i * d->page, data, d->page, 0);
-
-		if (n < 0 && n != -EEXIST)
-			return (int)n;
-		sample(d, i);
-		mark_mapped(d, i, page_hash(d, data));
-		return 0;
-	}
-	memcpy(d->back + i * d->page, data, d->page);
-	atomic_store(&d->st[i], P_FRESH);
+	n = uffdm_copy(d->u, d->view + i * d->page, data, d->page, 0);
+	if (n < 0 && n != -EEXIST)
+		return (int)n;
+	sample(d, i);
+	mark_mapped(d, i, page_hash(d, data));
 	return 0;
 }
 
-/* ---- minor mode: mapping ---------------------------------------------- */
+/* ---- minor mode: pages made good, completed through the library ------- */
 
-static bool claim(struct dst *d, uint64_t i)
+/* Page i of the backing view holds the source's content at pause: map it. */
+static int complete_page(struct dst *d, uint64_t i)
 {
-	uint8_t want = P_FRESH;
-
-	return atomic_compare_exchange_strong(&d->st[i], &want, P_MAPPING);
-}
-
-/* Map pages [i, i+n), all claimed by us. */
-static int map_run(struct dst *d, uint64_t i, uint64_t n)
-{
-	struct uffdm_event spill[4];
-	unsigned int nspill = 0;
 	int ret;
 
-	for (uint64_t k = i; k < i + n; k++)
-		d->vis_hash[k] = page_hash(d, d->back + k * d->page);
-	ret = uffdm_resolve(d->u, d->view + i * d->page, n * d->page, spill, 4, &nspill);
-	for (uint64_t k = i; k < i + n; k++)
-		mark_mapped(d, k, d->vis_hash[k]);
-	wake_all(d);	/* a fault may wait for a page we held in MAPPING */
-	return ret < 0 ? ret : 0;
+	d->vis_hash[i] = page_hash(d, d->back + i * d->page);
+	ret = uffdm_handler_complete(d->h, d->r, i * d->page, d->page, 0);
+	if (!ret)
+		atomic_fetch_add(&d->mapped, 1);
+	return ret;
 }
 
-/* Proactive CONTINUE: map every FRESH page ahead of the workload. */
+/*
+ * Page i is good: data is its fresh copy, or NULL when the precopy content
+ * is (an answer "clean").  A fault may wait for it (deferred) or not
+ * (empty); a callback deciding about it right now is waited for.
+ */
+static int make_good(struct dst *d, uint64_t i, const uint8_t *data)
+{
+	int c = uffdm_handler_claim(d->h, d->r, i * d->page, UFFDM_CLAIM_WAIT);
+
+	if (c < 0)
+		return c;
+	if (c == UFFDM_CLAIM_NONE) {
+		if (!data)
+			return 0;	/* clean, and the walker got there first */
+		set_dead(d, "protocol error: a page was sent twice");
+		return -EBADMSG;
+	}
+	if (data)
+		memcpy(d->back + i * d->page, data, d->page);
+	return complete_page(d, i);
+}
+
+static int take_fresh(struct dst *d, uint64_t i, const uint8_t *data)
+{
+	return d->o->mode == LM_MODE_MISSING ? copy_page(d, i, data) : make_good(d, i, data);
+}
+
+/* uffdm_handler_fill's callback: a clean page's precopy content is right. */
+static int fill_clean(void *arg, struct uffdm_region *r, size_t off)
+{
+	struct dst *d = arg;
+
+	(void)r;
+	d->vis_hash[off / d->page] = page_hash(d, d->back + off);
+	return 0;
+}
+
+/*
+ * Proactive CONTINUE: once the stale list is in, map every clean page ahead
+ * of the workload, in runs.  Each page is looked at once: an empty one is
+ * filled here; one a fault already asked about is completed by the answer.
+ */
 static void *walker(void *p)
 {
 	struct dst *d = p;
 
-	while (!atomic_load(&d->stop) && atomic_load(&d->mapped) < d->npages) {
-		bool progress = false;
+	for (uint64_t i = 0; i < d->npages && !atomic_load(&d->stop); ) {
+		uint64_t n = 0;
+		ssize_t got;
 
-		for (uint64_t i = 0; i < d->npages && !atomic_load(&d->stop); ) {
-			uint64_t n = 0;
-
-			while (i + n < d->npages && n < 64 && claim(d, i + n))
-				n++;
-			if (!n) {
-				i++;
-				continue;
-			}
-			if (map_run(d, i, n)) {
-				set_dead(d, "UFFDIO_CONTINUE failed in the background mapper");
-				return NULL;
-			}
-			progress = true;
-			i += n;
+		while (i + n < d->npages && n < 512 && !bit_get(d->stale_bits, i + n))
+			n++;
+		if (!n) {
+			i++;
+			continue;
 		}
-		if (!progress)
-			usleep(500);
+		got = uffdm_handler_fill(d->h, d->r, i * d->page, n * d->page, fill_clean, d);
+		if (got < 0) {
+			set_dead(d, "UFFDIO_CONTINUE failed in the background mapper");
+			return NULL;
+		}
+		atomic_fetch_add(&d->mapped, (uint64_t)got);
+		i += n;
 	}
 	return NULL;
 }
@@ -188,10 +221,19 @@ static int request(struct dst *d, uint64_t i)
 	if (!atomic_compare_exchange_strong(&d->reqd[i], &no, 1))
 		return 0;
 	atomic_fetch_add(&d->demand, 1);
-	return lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0);
+	if (!lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0))
+		return 0;
+	if (!atomic_load(&d->rejoinable))
+		return -EPIPE;
+	/* the link broke: asked again once the source has rejoined */
+	atomic_store(&d->reqd[i], 0);
+	return 0;
 }
 
-/* Handler callback: make page right through the backing view. */
+/*
+ * Handler callback, once per page: the first fault on a page nothing has
+ * made good yet.  Ask the source and let the answer complete it.
+ */
 static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 		       const struct uffdm_event *ev)
 {
@@ -201,38 +243,23 @@ static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 	(void)r;
 	(void)ev;
 	atomic_fetch_add(&d->faults, 1);
-	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
-	for (;;) {
-		uint8_t s = atomic_load(&d->st[i]);
-
-		if (s == P_MAPPED)
-			break;
-		if (s == P_FRESH && claim(d, i)) {
-			mark_mapped(d, i, page_hash(d, d->back + i * d->page));
-			break;
-		}
-		if (atomic_load(&d->dead))
-			return -EIO;	/* never show the precopy copy */
-		if ((s == P_UNKNOWN || s == P_STALE) && request(d, i)) {
-			set_dead(d, d->urg.err);
-			return -EIO;
-		}
-		pthread_mutex_lock(&d->lock);
-		if (atomic_load(&d->st[i]) == s && !atomic_load(&d->dead)) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 20000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&d->cond, &d->lock, &ts);
-		}
-		pthread_mutex_unlock(&d->lock);
+	if (atomic_load(&d->dead))
+		return -EIO;	/* never show the precopy copy */
+	if (request(d, i)) {
+		set_dead(d, d->urg.err);
+		return -EIO;
 	}
-	sample(d, i);
-	return 0;
+	return UFFDM_FILL_LATER;
+}
+
+/* Source lost: every page a fault waits for fails (the thread gets SIGBUS). */
+static void fail_deferred(void *arg)
+{
+	struct dst *d = arg;
+
+	for (uint64_t i = 0; d->h && i < d->npages; i++)
+		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED)
+			uffdm_handler_complete(d->h, d->r, i * d->page, d->page, -EIO);
 }
 
 /* ---- postcopy-missing: fault loop ---------------------------------------- */
@@ -255,7 +282,7 @@ static void *missing_faults(void *p)
 			if (ev[k].kind != UFFDM_EVENT_MISSING || i >= d->npages)
 				continue;
 			atomic_fetch_add(&d->faults, 1);
-			if (atomic_load(&d->st[i]) == P_MAPPED) {
+			if (atomic_load(&d->st[i]) == M_MAPPED) {
 				uffdm_wake(d->u, d->view + i * d->page, d->page);
 				continue;
 			}
@@ -275,22 +302,26 @@ static void *urgent_rx(void *p)
 	struct dst *d = p;
 	struct lm_frame f;
 
-	while (!lm_recv(&d->urg, &d->g, &f)) {
+	int ret;
+
+	while (!(ret = lm_recv(&d->urg, &d->g, &f))) {
 		const struct lm_resp *r = f.fixed;
-		uint8_t want = P_UNKNOWN;
 
 		if (f.h.type != LM_RESP) {
 			snprintf(d->urg.err, sizeof(d->urg.err), "urgent connection: unexpected "
 				 "%s frame", lm_type_name(f.h.type));
+			ret = -EBADMSG;
 			break;
 		}
-		if (r->status == LM_RESP_DATA && take_page(d, r->page, f.data))
+		/* PUSHED: the background push will bring it */
+		if (r->status != LM_RESP_PUSHED &&
+		    (ret = take_fresh(d, r->page, r->status == LM_RESP_DATA ? f.data : NULL)))
 			break;
-		if (r->status == LM_RESP_CLEAN)
-			atomic_compare_exchange_strong(&d->st[r->page], &want, P_FRESH);
-		if (r->status == LM_RESP_PUSHED)
-			atomic_compare_exchange_strong(&d->st[r->page], &want, P_STALE);
-		wake_all(d);
+	}
+	/* a broken link, while the source may rejoin: the main thread waits for it */
+	if (!lm_err_is_protocol(ret) && atomic_load(&d->rejoinable) && !atomic_load(&d->stop)) {
+		shutdown(d->m.fd, SHUT_RDWR);
+		return NULL;
 	}
 	set_dead(d, d->urg.err);
 	return NULL;
@@ -306,42 +337,43 @@ static void take_precopy(struct dst *d, const struct lm_frame *f)
 		d->recv_hash[p->first + k] = page_hash(d, f->data + k * d->page);
 }
 
+/* The stale list: minor mode keeps the bits for the walker; missing mode
+ * copies clean pages in at resume and waits for the stale ones. */
 static void take_stale(struct dst *d, const struct lm_frame *f)
 {
 	const struct lm_stale *s = f->fixed;
 
 	for (uint64_t k = 0; k < s->nbits; k++) {
 		uint64_t i = s->first + k;
-		uint8_t want = P_UNKNOWN;
 		bool stale = bit_get(f->data, k);
 
+		if (d->stale_done)
+			continue;	/* sent again after a rejoin: known */
 		d->nstale += stale;
-		if (d->o->mode == LM_MODE_MISSING) {
-			if (stale)
-				atomic_store(&d->st[i], P_STALE);
-			else
-				mark_mapped(d, i, d->recv_hash[i]);
+		if (stale)
+			bit_set(d->stale_bits, i);
+		if (d->o->mode != LM_MODE_MISSING || atomic_load(&d->st[i]) != M_UNKNOWN)
 			continue;
-		}
-		atomic_compare_exchange_strong(&d->st[i], &want, stale ? P_STALE : P_FRESH);
+		if (stale)
+			atomic_store(&d->st[i], M_STALE);
+		else
+			mark_mapped(d, i, d->recv_hash[i]);
 	}
+	if (f->h.flags & LM_F_LAST)
+		d->stale_done = true;
 }
 
-/* Pushed pages: take them, and in minor mode map them right away. */
+/* Pushed pages: each made good (minor) or copied in (missing) at once. */
 static int take_push(struct dst *d, const struct lm_frame *f)
 {
 	const struct lm_pages *p = f->fixed;
 
 	for (uint64_t k = 0; k < p->count; k++) {
-		int ret = take_page(d, p->first + k, f->data + k * d->page);
+		int ret = take_fresh(d, p->first + k, f->data + k * d->page);
 
 		if (ret)
 			return ret;
-		if (d->o->mode == LM_MODE_MINOR && claim(d, p->first + k) &&
-		    map_run(d, p->first + k, 1))
-			return -EIO;
 	}
-	wake_all(d);
 	return 0;
 }
 
@@ -354,10 +386,7 @@ static int bad_frame(struct dst *d, const struct lm_frame *f, const char *phase)
 
 static void inject(const struct dst *d, const char *what)
 {
-	if (d->o->inject && !strcmp(d->o->inject, what)) {
-		fprintf(stderr, "lm: destination: injected death (%s)\n", what);
-		_exit(9);
-	}
+	lm_inject(d->o, "destination", what);
 }
 
 /* Until SWITCH: precopy (and stop-copy) pages into the backing view. */
@@ -373,11 +402,25 @@ static int receive_precopy(struct dst *d)
 				return bad_frame(d, &f, "before the switch-over");
 			take_precopy(d, &f);
 			inject(d, "die-precopy");
+			inject(d, "stop-precopy");
+			if (f.h.flags & LM_F_STOPCOPY)
+				inject(d, "stop-paused");
 			break;
 		case LM_ROUND:
+			lm_trace("lm dst: ROUND received");
+			/* everything before it is in: the source may pause */
+			if ((f.h.flags & LM_F_LAST) &&
+			    (ret = lm_send(&d->m, LM_ROUND, 0, f.fixed, NULL, 0)))
+				return ret;
+			/* probe knob: wait for SWITCH spinning, not asleep */
+			if ((f.h.flags & LM_F_LAST) && getenv("LM_SPIN_MS"))
+				d->m.spin_until_ns = lm_now_ns() +
+						     (uint64_t)atoi(getenv("LM_SPIN_MS")) * 1000000ull;
 			break;
 		case LM_SWITCH:
 			d->t_switch = lm_now_ns();
+			d->m.spin_until_ns = 0;
+			lm_trace("lm dst: SWITCH received");
 			d->sw = *(const struct lm_switch *)f.fixed;
 			return 0;
 		default:
@@ -406,7 +449,7 @@ static int receive_stale_list(struct dst *d)
 	for (uint64_t i = 0; i < d->npages; ) {
 		uint64_t n = 0;
 
-		while (i + n < d->npages && atomic_load(&d->st[i + n]) == P_STALE)
+		while (i + n < d->npages && atomic_load(&d->st[i + n]) == M_STALE)
 			n++;
 		if (!n) {
 			i++;
@@ -420,18 +463,103 @@ static int receive_stale_list(struct dst *d)
 	return 0;
 }
 
+static bool page_wanted(struct dst *d, uint64_t i)
+{
+	if (d->o->mode == LM_MODE_MISSING)
+		return atomic_load(&d->st[i]) != M_MAPPED;
+	return uffdm_region_page_state(d->r, i * d->page) != UFFDM_PAGE_FILLED;
+}
+
+/* Faults the broken link left unanswered: asked again on the new one. */
+static void ask_again(struct dst *d)
+{
+	for (uint64_t i = 0; d->o->mode == LM_MODE_MINOR && i < d->npages; i++)
+		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED &&
+		    request(d, i))
+			return;
+}
+
+/* Pages this destination still lacks, for a rejoining source. */
+static int send_need(struct dst *d)
+{
+	const uint64_t chunk = 65536 * 8;
+	uint8_t *b = malloc(chunk / 8);
+	int ret = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (uint64_t first = 0; !ret && first < d->npages; first += chunk) {
+		uint64_t n = d->npages - first < chunk ? d->npages - first : chunk;
+		struct lm_need nf = { .first = first, .nbits = (uint32_t)n };
+
+		memset(b, 0, (n + 7) / 8);
+		for (uint64_t k = 0; k < n; k++) {
+			if (page_wanted(d, first + k)) {
+				bit_set(b, k);
+				/* unanswered requests are asked again */
+				atomic_store(&d->reqd[first + k], 0);
+			}
+		}
+		ret = lm_send(&d->m, LM_NEED, first + n >= d->npages ? LM_F_LAST : 0, &nf, b,
+			      (n + 7) / 8);
+	}
+	free(b);
+	return ret;
+}
+
+/*
+ * The link broke mid-postcopy: faults wait (their requests are asked
+ * again), nothing unknown is mapped, and the source has --timeout to come
+ * back with the same key and session; then it learns what is still needed.
+ */
+static int rejoin(struct dst *d)
+{
+	uint64_t t0 = lm_now_ns();
+	int mfd, ufd, ret;
+
+	fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms for "
+		"the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", d->o->timeout_ms);
+	if (d->urg_running) {
+		shutdown(d->urg.fd, SHUT_RDWR);
+		pthread_join(d->urg_tid, NULL);
+		d->urg_running = false;
+	}
+	ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, d->o->timeout_ms);
+	if (ret) {
+		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", d->o->timeout_ms);
+		return ret;
+	}
+	lm_conn_replace(&d->m, mfd);
+	lm_conn_replace(&d->urg, ufd);
+	d->urg.timeout_ms = 0;
+	ret = send_need(d);
+	if (ret)
+		return ret;
+	if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+		return -EAGAIN;
+	d->urg_running = true;
+	d->rejoins++;
+	ask_again(d);
+	wake_all(d);
+	fprintf(stderr, "lm: destination: the source rejoined %.1f ms after the break\n",
+		(double)(lm_now_ns() - t0) / 1e6);
+	return 0;
+}
+
 /* After resume: stale list, pushes, hashes, DONE. */
 static int receive_postcopy(struct dst *d)
 {
 	struct lm_frame f;
 	int ret;
 
+	inject(d, "stop-postcopy");
 	while (!(ret = lm_recv(&d->m, &d->g, &f))) {
 		switch (f.h.type) {
 		case LM_STALE:
 			take_stale(d, &f);
 			wake_all(d);
-			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR) {
+			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR &&
+			    !d->walk_running) {
 				if (pthread_create(&d->walk_tid, NULL, walker, d))
 					return -EAGAIN;
 				d->walk_running = true;
@@ -501,11 +629,40 @@ static int start_missing(struct dst *d)
  */
 static int prepare_postcopy(struct dst *d)
 {
+	int ret = 0;
+
 	if (d->o->mode == LM_MODE_MINOR)
-		return start_minor(d);
+		ret = start_minor(d);
 	if (d->o->mode == LM_MODE_MISSING)
-		return start_missing(d);
-	return 0;
+		ret = start_missing(d);
+	if (!ret && d->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+			return -EAGAIN;
+		d->urg_running = true;
+	}
+	/* thread creation is slow under TCG: not at the switch-over */
+	d->wl.rate = d->o->wl.rate;
+	if (!ret)
+		ret = wl_start_parked(&d->wl, d->view, d->size, d->hello.nthreads);
+	return ret;
+}
+
+/*
+ * The source resumes at home when RESUMED does not come within --timeout,
+ * and resets the connection: a destination that was stopped and woke up
+ * finds SWITCH still queued, then the reset.  Running then would be a
+ * second copy of the workload.
+ */
+static bool source_gave_up(struct dst *d)
+{
+	struct pollfd p = { .fd = d->m.fd, .events = POLLRDHUP };
+
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		snprintf(d->m.err, sizeof(d->m.err), "the source gave up before this destination "
+			 "resumed (it resumes the workload itself)");
+		return true;
+	}
+	return false;
 }
 
 static int resume(struct dst *d)
@@ -523,16 +680,24 @@ static int resume(struct dst *d)
 		ret = receive_stale_list(d);
 	if (ret)
 		return ret;
-	if (d->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
-			return -EAGAIN;
-		d->urg_running = true;
+	inject(d, "stop-switch");
+	if (source_gave_up(d))
+		return -ECONNRESET;
+	if (lm_interrupted)
+		return -ECANCELED;	/* not committed: the source keeps it */
+	/* the threads exist and are parked (prepare_postcopy): only wake them */
+	if (wl_hdr_check(&hdr, d->size, d->hello.nthreads)) {
+		snprintf(d->m.err, sizeof(d->m.err), "the workload's header in the copied memory "
+			 "is not the one HELLO announced");
+		return -EBADMSG;
 	}
-	d->wl.rate = d->o->wl.rate;
-	ret = wl_start(&d->wl, d->view, d->size, (const uint8_t *)&hdr);
-	if (ret)
-		return ret;
+	d->resumed = true;
+	lm_committed = 1;	/* an interrupt no longer cancels */
+	atomic_store(&d->rejoinable, 1);
+	atomic_store(&d->door.rejoin_ok, 1);
+	wl_resume(&d->wl);
 	d->t_resume = lm_now_ns();
+	lm_trace("lm dst: resumed");
 	rs.t_resume_ns = d->t_resume;
 	/* never touch the view here: this thread receives the pushes */
 	d->ops_resume = d->sw.ops_total;
@@ -609,6 +774,7 @@ static void *rate_sampler(void *p)
 static void stop_threads(struct dst *d)
 {
 	atomic_store(&d->stop, 1);
+	lm_door_stop(&d->door);
 	wake_all(d);
 	if (d->walk_running)
 		pthread_join(d->walk_tid, NULL);
@@ -627,7 +793,7 @@ static void stop_threads(struct dst *d)
 }
 
 /* The source is gone mid-postcopy: stop the workload, show nothing stale. */
-static int source_lost(struct dst *d, const char *why)
+static int source_lost(struct dst *d, const char *why, int err)
 {
 	set_dead(d, why);
 	/*
@@ -639,15 +805,16 @@ static int source_lost(struct dst *d, const char *why)
 	if (d->o->mode == LM_MODE_MISSING)
 		atomic_store(&d->wl.quit, 1);
 	else
-		wl_stop(&d->wl);
-	fprintf(stderr, "lm: destination: source lost during postcopy (%s); workload stopped "
-		"with %llu of %llu pages mapped%s\n", d->dead_msg,
+		wl_stop_kick(&d->wl, fail_deferred, d);
+	fprintf(stderr, "lm: destination: %s during postcopy (%s); workload stopped "
+		"with %llu of %llu pages mapped%s\n", lm_err_is_protocol(err) ?
+		"protocol error" : "source lost", d->dead_msg,
 		(unsigned long long)atomic_load(&d->mapped), (unsigned long long)d->npages,
 		atomic_load(&d->wl.failed) ? ", a thread got SIGBUS on a page it could not have" :
 		"");
 	/* threads blocked in missing faults cannot be woken: leave now */
 	fflush(NULL);
-	_exit(LM_EXIT_SOURCE_LOST);
+	_exit(lm_err_is_protocol(err) ? LM_EXIT_PROTOCOL : LM_EXIT_SOURCE_LOST);
 }
 
 static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
@@ -675,7 +842,7 @@ static int finish(struct dst *d)
 	while (atomic_load(&d->mapped) < d->npages && !atomic_load(&d->dead))
 		usleep(200);
 	if (atomic_load(&d->dead))
-		return source_lost(d, d->dead_msg);
+		return source_lost(d, d->dead_msg, -EPIPE);
 	d->t_done = lm_now_ns();
 	rep.postcopy_ms = (double)(d->t_done - d->t_resume) / 1e6;
 	lm_sleep_until(d->t_resume + (uint64_t)(d->o->after_s * 1e9));
@@ -694,7 +861,7 @@ static int finish(struct dst *d)
 		fprintf(stderr, "lm: VERIFY: workload invariant broken after resume: %s\n", err);
 		rc = LM_EXIT_VERIFY;
 	}
-	if (d->o->verify && (rep.mismatched = verify_pages(d, &rep))) {
+	if (d->verify && (rep.mismatched = verify_pages(d, &rep))) {
 		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
 			(unsigned long long)rep.mismatched);
 		rc = LM_EXIT_VERIFY;
@@ -706,7 +873,7 @@ static int finish(struct dst *d)
 	rep.page_size = d->page;
 	rep.size = d->size;
 	rep.stale = d->o->mode == LM_MODE_STOPCOPY ? d->sw.nstale : d->nstale;
-	rep.verify = d->o->verify;
+	rep.verify = d->verify;
 	rep.clocks_shared = d->hello.boot == lm_boot_hash();
 	rep.downtime_ms = rep.clocks_shared ?
 		(double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
@@ -717,7 +884,8 @@ static int finish(struct dst *d)
 	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
 	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
 	rep.transit_ms = rep.clocks_shared ? (double)(d->t_switch - d->sw.t_send_ns) / 1e6 : -1;
-	rep.faults = atomic_load(&d->faults);
+	/* minor: fault messages; the callback runs once per page */
+	rep.faults = d->o->mode == LM_MODE_MINOR ? d->hst.messages : atomic_load(&d->faults);
 	rep.faults_demand = atomic_load(&d->demand);
 	latency(d, &rep);
 	lm_report_print(&rep, d->o);
@@ -736,48 +904,33 @@ static int finish(struct dst *d)
 
 /* ---- setup ------------------------------------------------------------------ */
 
-static int accept_hello(struct dst *d, int lfd, struct lm_conn *c, const char *name,
-			bool urgent)
+/* Free memory for a region of this backing: --max-size's default. */
+static uint64_t free_memory(unsigned int backing)
 {
-	struct lm_geom none = { 0 };
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	struct lm_frame f;
-	int fd, ret;
+	char line[256];
+	uint64_t avail = 0, hfree = 0, hsize = 0, v;
+	FILE *f = fopen("/proc/meminfo", "r");
 
-	/*
-	 * A destination waits for its source like any server: the source
-	 * formats and tracks its memory before it connects, which takes
-	 * seconds per GiB of fresh memory. Once the main connection is up,
-	 * the urgent one follows at once.
-	 */
-	if (poll(&p, 1, urgent ? d->o->timeout_ms : -1) <= 0) {
-		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name,
-			d->o->timeout_ms);
-		return -ETIMEDOUT;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&v) == 1)
+			avail = v << 10;
+		else if (sscanf(line, "HugePages_Free: %llu", (unsigned long long *)&v) == 1)
+			hfree = v;
+		else if (sscanf(line, "Hugepagesize: %llu kB", (unsigned long long *)&v) == 1)
+			hsize = v << 10;
 	}
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	ret = lm_conn_init(c, fd, name, &d->link, urgent ? 0 : d->o->timeout_ms);
-	if (ret)
-		return ret;
-	c->timeout_ms = d->o->timeout_ms;
-	ret = lm_recv(c, urgent ? &d->g : &none, &f);
-	if (!ret && (f.h.type != LM_HELLO || !!(f.h.flags & LM_F_URGENT) != urgent)) {
-		snprintf(c->err, sizeof(c->err), "%s connection: expected HELLO%s, got %s",
-			 name, urgent ? " (urgent)" : "", lm_type_name(f.h.type));
-		ret = -EBADMSG;
-	}
-	if (ret) {
-		fprintf(stderr, "lm: destination: %s\n", c->err);
-		return ret;
-	}
-	if (!urgent)
-		d->hello = *(const struct lm_hello *)f.fixed;
-	if (urgent)
-		c->timeout_ms = 0;	/* idle until the switch-over */
-	return 0;
+	if (f)
+		fclose(f);
+	return backing == UFFDM_SHMEM ? avail : hfree * hsize;
+}
+
+static uint64_t max_size(const struct lm_opts *o)
+{
+	if (o->max_size)
+		return o->max_size;
+	if (o->size_given)
+		return o->size;
+	return free_memory(o->backing);
 }
 
 static int setup(struct dst *d)
@@ -785,6 +938,7 @@ static int setup(struct dst *d)
 	int ret;
 
 	d->t_hello = lm_now_ns();
+	d->verify = d->hello.verify;
 	if (d->hello.mode != d->o->mode || d->hello.backing > UFFDM_HUGETLB_1G) {
 		fprintf(stderr, "lm: destination: the source asks for mode %s, backing %u; "
 			"this destination runs %s\n", lm_mode_name(d->hello.mode),
@@ -804,6 +958,7 @@ static int setup(struct dst *d)
 	d->npages = d->size / d->page;
 	d->g = (struct lm_geom){ .npages = d->npages, .page_size = (uint32_t)d->page };
 	d->st = calloc(d->npages, 1);
+	d->stale_bits = calloc(1, (d->npages + 7) / 8);
 	d->reqd = calloc(d->npages, 1);
 	d->recv_hash = calloc(d->npages, 8);
 	d->vis_hash = calloc(d->npages, 8);
@@ -811,7 +966,7 @@ static int setup(struct dst *d)
 	d->fault_t0 = calloc(d->npages, 8);
 	d->lat = calloc(MAX_SAMPLES, 8);
 	d->lat_t = calloc(MAX_SAMPLES, 8);
-	if (!d->st || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
+	if (!d->st || !d->stale_bits || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
 	    !d->fault_t0 || !d->lat || !d->lat_t)
 		return -ENOMEM;
 	/* the whole region in the page cache: the precopy writes it anyway */
@@ -840,7 +995,13 @@ static int fail(struct dst *d, const char *phase, int ret)
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
 	stop_threads(d);
-	return ret == -ENOMEM || ret == -EINVAL ? LM_EXIT_USAGE : LM_EXIT_PROTOCOL;
+	if (d->wl.running)
+		wl_stop(&d->wl);	/* parked, never run */
+	if (ret == -ENOMEM || ret == -EINVAL)
+		return LM_EXIT_USAGE;
+	if (ret == -ECANCELED)
+		return LM_EXIT_INTERRUPTED;
+	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
 int lm_dest(const struct lm_opts *o, int lfd)
@@ -855,15 +1016,25 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	pthread_cond_init(&d->cond, NULL);
 	lm_link_init(&d->link, o->bandwidth, o->rtt_ns);
 	d->m.fd = d->urg.fd = -1;
-	ret = accept_hello(d, lfd, &d->m, "main", false);
+	lm_door_init(&d->door, o, lfd, max_size(o));
+	/* like any server, it waits for its source without limit */
+	ret = lm_door_admit(&d->door, &d->m, "main", &d->link, LM_AUTH_MAIN, -1, &d->hello);
+	if (ret == -ECANCELED)
+		fprintf(stderr, "lm: destination: interrupted while waiting for a source\n");
 	if (ret)
-		return LM_EXIT_PROTOCOL;
+		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_USAGE;
 	ret = setup(d);
 	if (ret)
 		return LM_EXIT_USAGE;
-	if (accept_hello(d, lfd, &d->urg, "urgent", true))
-		return LM_EXIT_PROTOCOL;
-	ret = start_sampler(d);
+	/* the urgent connection follows at once, or the source is gone */
+	ret = lm_door_admit(&d->door, &d->urg, "urgent", &d->link, LM_AUTH_URGENT,
+			    o->timeout_ms, &(struct lm_hello){ 0 });
+	if (ret)
+		return LM_EXIT_PEER_LOST;
+	d->urg.timeout_ms = 0;	/* idle until the switch-over */
+	ret = lm_door_start(&d->door);
+	if (!ret)
+		ret = start_sampler(d);
 	if (!ret)
 		ret = prepare_postcopy(d);
 	if (!ret)
@@ -871,12 +1042,17 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (ret)
 		return fail(d, "before the switch-over (the source keeps the workload)", ret);
 	ret = resume(d);
+	if (ret && d->resumed)
+		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	if (ret)
-		return fail(d, "resuming", ret);
+		return fail(d, "at the switch-over (the source keeps the workload)", ret);
 	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
 	       (double)(d->t_resume - d->t_switch) / 1e6);
-	ret = receive_postcopy(d);
+	while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) && d->rejoins < 16 &&
+	       !atomic_load(&d->dead) && !rejoin(d))
+		;
 	if (ret)
-		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret));
+		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	atomic_store(&d->rejoinable, 0);
 	return finish(d);
 }

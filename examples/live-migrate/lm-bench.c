@@ -61,6 +61,7 @@ static void run(char **args, int nargs, struct row *r)
 }
 
 #define MAX_LIST	16
+#define MAX_RUNS	20
 
 /* A comma-separated list into at most MAX_LIST items; -1 if empty or longer. */
 static int split(char *s, char **out)
@@ -87,6 +88,7 @@ static void usage(FILE *f)
 "  --rtt T              link round trip (default 100us)\n"
 "  --precopy S          workload seconds before precopy (default 1)\n"
 "  --after S            workload seconds after resume (default 0.5)\n"
+"  --runs N             runs per point, modes interleaved; min/median/max (default 1)\n"
 "Each point runs lm run --verify in minor, stop-copy and postcopy-missing mode\n"
 "and prints downtime ratios against minor mode. Lists hold at most %d items.\n"
 "exit: 0 every run verified, 1 usage, 4 a run failed\n", MAX_LIST);
@@ -96,6 +98,7 @@ struct bench {
 	char *sizes[MAX_LIST], *stales[MAX_LIST], *bws[MAX_LIST];
 	int ns, nst, nb;
 	const char *backing, *track, *rtt, *precopy, *after;
+	int runs;
 };
 
 static int parse(struct bench *b, int argc, char **argv)
@@ -105,6 +108,7 @@ static int parse(struct bench *b, int argc, char **argv)
 		{ "bandwidth", 1, NULL, 'b' }, { "backing", 1, NULL, 'k' },
 		{ "track", 1, NULL, 't' }, { "rtt", 1, NULL, 'r' },
 		{ "precopy", 1, NULL, 'p' }, { "after", 1, NULL, 'a' },
+		{ "runs", 1, NULL, 'n' },
 		{ "help", 0, NULL, 'h' }, { 0 }
 	};
 	static char def_sizes[] = "64M,128M", def_stales[] = "0.01,0.1,0.3", def_bws[] = "1G";
@@ -112,7 +116,7 @@ static int parse(struct bench *b, int argc, char **argv)
 	int c;
 
 	*b = (struct bench){ .backing = "shmem", .track = "auto", .rtt = "100us",
-			     .precopy = "1", .after = "0.5" };
+			     .precopy = "1", .after = "0.5", .runs = 1 };
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': sizes = optarg; break;
@@ -123,6 +127,13 @@ static int parse(struct bench *b, int argc, char **argv)
 		case 'r': b->rtt = optarg; break;
 		case 'p': b->precopy = optarg; break;
 		case 'a': b->after = optarg; break;
+		case 'n':
+			b->runs = atoi(optarg);
+			if (b->runs < 1 || b->runs > MAX_RUNS) {
+				fprintf(stderr, "lm-bench: --runs must be in 1..%d\n", MAX_RUNS);
+				return -1;
+			}
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -143,39 +154,73 @@ static int parse(struct bench *b, int argc, char **argv)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* min, median and max of n values (sorted in place) */
+static void spread(double *v, int n, double out[3])
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	out[0] = v[0];
+	out[1] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	out[2] = v[n - 1];
+}
+
 /*
- * One point of the sweep: the three modes on the same workload. Returns 0
- * when all three verified, 1 when one failed, -1 when lm exited 1 (a refused
- * option or a failed setup).
+ * One point of the sweep: the three modes on the same workload, --runs
+ * times, the modes interleaved so each run's three share a sitting.
+ * Returns 0 when every run verified, 1 when one failed, -1 when lm exited 1
+ * (a refused option or a failed setup).
  */
 static int point(const struct bench *b, char *size, char *stale, char *bw)
 {
-	struct row r[3];
+	double dt[3][MAX_RUNS], p50[MAX_RUNS], p99[MAX_RUNS], mx[MAX_RUNS];
+	double d[3][3], q50[3], q99[3], qmx[3];
 	bool ok = true;
 
-	for (int m = 0; m < 3; m++) {
-		char *args[] = { "lm", "run", "--mode", (char *)modes[m], "--size", size,
-			"--stale", stale, "--bandwidth", bw, "--rtt", (char *)b->rtt,
-			"--backing", (char *)b->backing, "--track", (char *)b->track,
-			"--precopy", (char *)b->precopy, "--after", (char *)b->after,
-			"--verify", "--row", "-q", NULL };
+	for (int i = 0; i < b->runs; i++) {
+		for (int m = 0; m < 3; m++) {
+			char *args[] = { "lm", "run", "--mode", (char *)modes[m], "--size", size,
+				"--stale", stale, "--bandwidth", bw, "--rtt", (char *)b->rtt,
+				"--backing", (char *)b->backing, "--track", (char *)b->track,
+				"--precopy", (char *)b->precopy, "--after", (char *)b->after,
+				"--verify", "--row", "-q", NULL };
+			struct row r;
 
-		run(args, (int)(sizeof(args) / sizeof(args[0])) - 1, &r[m]);
-		if (r[m].rc == 1) {
-			printf("%-6s %-6s %-5s | lm exited 1: its message is above\n", size, stale, bw);
-			return -1;
+			run(args, (int)(sizeof(args) / sizeof(args[0])) - 1, &r);
+			if (r.rc == 1) {
+				printf("%-6s %-6s %-5s | lm exited 1: its message is above\n", size,
+				       stale, bw);
+				return -1;
+			}
+			/* progress for whoever watches: a point can take minutes */
+			fprintf(stderr, "lm-bench: %s %s %s run %d/%d %s: %.2f ms, exit %d, %s\n",
+				size, stale, bw, i + 1, b->runs, modes[m], r.downtime, r.rc,
+				r.verify[0] ? r.verify : "-");
+			ok &= !r.rc && !strcmp(r.verify, "ok");
+			dt[m][i] = r.downtime;
+			if (!m) {
+				p50[i] = r.p50;
+				p99[i] = r.p99;
+				mx[i] = r.max;
+			}
 		}
-		if (r[m].rc)
-			fprintf(stderr, "lm-bench: %s %s %s: %s exited with status %d\n",
-				size, stale, bw, modes[m], r[m].rc);
-		ok &= !r[m].rc && !strcmp(r[m].verify, "ok");
 	}
-	printf("%-6s %-6s %-5s | %10.2f %10.2f %10.2f | %7.1fx %7.1fx | "
-	       "%9.0f %9.0f %9.0f | %s\n", size, stale, bw,
-	       r[0].downtime, r[1].downtime, r[2].downtime,
-	       r[0].downtime > 0 ? r[1].downtime / r[0].downtime : 0,
-	       r[0].downtime > 0 ? r[2].downtime / r[0].downtime : 0,
-	       r[0].p50, r[0].p99, r[0].max, ok ? "all pages ok" : "FAILED");
+	for (int m = 0; m < 3; m++)
+		spread(dt[m], b->runs, d[m]);
+	spread(p50, b->runs, q50);
+	spread(p99, b->runs, q99);
+	spread(mx, b->runs, qmx);
+	printf("%-6s %-6s %-5s | %6.2f %6.2f %6.2f | %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f | "
+	       "%7.1fx %7.1fx | %8.0f %8.0f %8.0f | %-3s | %s\n", size, stale, bw,
+	       d[0][0], d[0][1], d[0][2], d[1][0], d[1][1], d[1][2], d[2][0], d[2][1], d[2][2],
+	       d[0][1] > 0 ? d[1][1] / d[0][1] : 0, d[0][1] > 0 ? d[2][1] / d[0][1] : 0,
+	       q50[1], q99[1], qmx[1], d[0][1] < d[1][1] && d[0][1] < d[2][1] ? "yes" : "no",
+	       ok ? "all pages ok" : "FAILED");
 	fflush(stdout);
 	return ok ? 0 : 1;
 }
@@ -187,9 +232,12 @@ int main(int argc, char **argv)
 
 	if (parse(&b, argc, argv))
 		return 1;
-	printf("%-6s %-6s %-5s | %10s %10s %10s | %8s %8s | %9s %9s %9s | %s\n", "size", "stale",
-	       "link", "minor-ms", "stopcp-ms", "missing-ms", "sc/minor", "pm/minor", "p50-us",
-	       "p99-us", "max-us", "verify");
+	printf("downtime ms over %d run%s: min median max; ratios of medians; fault latency "
+	       "medians; 'won': minor's median below both baselines'\n", b.runs,
+	       b.runs > 1 ? "s" : "");
+	printf("%-6s %-6s %-5s | %-20s | %-23s | %-23s | %8s %8s | %8s %8s %8s | %-3s | %s\n",
+	       "size", "stale", "link", "minor", "stop-copy", "postcopy-missing", "sc/minor",
+	       "pm/minor", "p50-us", "p99-us", "max-us", "won", "verify");
 	for (int i = 0; i < b.ns; i++)
 		for (int j = 0; j < b.nst; j++)
 			for (int k = 0; k < b.nb; k++) {

@@ -20,7 +20,10 @@ enum {
 	LM_EXIT_ABORTED = 2,	/* source: destination lost, resumed locally */
 	LM_EXIT_SOURCE_LOST = 3, /* destination: source lost mid-postcopy */
 	LM_EXIT_VERIFY = 4,	/* a page or an invariant did not match */
-	LM_EXIT_PROTOCOL = 5,	/* a malformed frame or a broken connection */
+	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
+	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
+	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
+	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
 /* ---- workload -------------------------------------------------------- */
@@ -83,9 +86,16 @@ void wl_format(uint8_t *mem, size_t size, const struct wl_opts *o);
 /* hdr_mem: where to read the static header fields without touching mem,
  * which on the destination may fault into a handler this thread serves. */
 int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem);
+/* 0 if record 0 is a workload header of this size and thread count. */
+int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads);
+/* Threads made now and parked: the switch-over only wakes them. */
+int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads);
 void wl_pause(struct workload *w);
 void wl_resume(struct workload *w);
 void wl_stop(struct workload *w);
+/* wl_stop for threads that may sleep in a fault: kick() every 20 ms until
+ * each is joined (it fails what they wait for). */
+void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg);
 uint64_t wl_ops(const struct workload *w);
 /* 0, or -EBADMSG with a message: checksums and counters agree. */
 int wl_check(const uint8_t *mem, size_t size, char *err, size_t errlen);
@@ -130,12 +140,17 @@ struct lm_opts {
 	double precopy_s;		/* workload time before the first round */
 	double after_s;			/* workload time after resume */
 	bool verify, json, quiet, row;
+	bool no_drain;			/* pause without waiting for the link to empty */
 	const char *plot;
 	const char *addr;		/* host:port */
 	int timeout_ms;
 	const char *inject;		/* test hooks: die-precopy, die-postcopy */
 	unsigned int handler_threads;
 	int listen_fd;			/* dest: inherited, or -1 */
+	uint8_t key[LM_KEYLEN];
+	bool have_key;
+	bool size_given;		/* dest: --size is what it expects */
+	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
 };
 
 struct lm_report {
@@ -156,8 +171,56 @@ struct lm_report {
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
 int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
 
+/* ---- auth.c: the shared key and the handshake ---------------------------- */
+
+int lm_crypto_init(void);
+void lm_key_generate(uint8_t key[LM_KEYLEN]);
+void lm_key_hex(const uint8_t key[LM_KEYLEN], char hex[2 * LM_KEYLEN + 1]);
+int lm_key_load(const char *path, uint8_t key[LM_KEYLEN], char *err, size_t errlen);
+int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
+/* Source: answer the CHALLENGE with AUTH and hello (its verify set when the
+ * destination asks), check AUTH_OK; -EACCES, -EBUSY, -EFBIG, -EINVAL (mode),
+ * -ESRCH (no such session) when refused; c->err says why. */
+int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
+		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
+		   struct lm_hello *hello);
+/* Destination: CHALLENGE, then AUTH checked; -EACCES (refused) on a wrong key. */
+int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
+		   struct lm_challenge *ch);
+int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a);
+void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
+
+/* ---- door.c: the destination's accept, authenticate, refuse ------------- */
+
+struct lm_door {
+	const struct lm_opts *o;
+	int lfd;
+	uint64_t max_size;
+	uint8_t session[LM_SESSION];	/* the admitted migration's */
+	atomic_uint_fast64_t refused;
+	pthread_t tid;
+	bool running;
+	atomic_int stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
+	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
+};
+
+void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
+/* An authenticated connection of this kind (its HELLO in hello), refusing
+ * every other; wait_ms < 0: no limit. */
+int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
+		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
+int lm_door_start(struct lm_door *door);
+/* Both connections of a rejoin of this session, within wait_ms. */
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms);
+void lm_door_stop(struct lm_door *door);
+
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);
+int lm_connect_quiet(const char *addr, bool quiet);
 int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
 int lm_main(int argc, char **argv);
@@ -187,6 +250,7 @@ static inline void lm_write_same(void *p)
 }
 
 uint64_t lm_boot_hash(void);
+void lm_inject(const struct lm_opts *o, const char *side, const char *what);
 void lm_msg(const struct lm_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* lm wire format: frame checks and paced, delayed connections. */
 #include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +19,8 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_HELLO] = "HELLO", [LM_PAGES] = "PAGES", [LM_ROUND] = "ROUND",
 	[LM_SWITCH] = "SWITCH", [LM_STALE] = "STALE", [LM_REQ] = "REQ",
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
-	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN",
+	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
+	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -25,7 +29,9 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_STALE] = sizeof(struct lm_stale), [LM_REQ] = sizeof(struct lm_req),
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
-	[LM_FIN] = 0,
+	[LM_FIN] = 0, [LM_CHALLENGE] = sizeof(struct lm_challenge),
+	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
+	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),
 };
 
 static const char *const mode_names[LM_MODE_END] = {
@@ -51,6 +57,12 @@ int lm_mode_parse(const char *s)
 	return -EINVAL;
 }
 
+/* The handshake comes before any geometry is known. */
+bool lm_type_before_hello(unsigned int type)
+{
+	return type == LM_CHALLENGE || type == LM_AUTH || type == LM_AUTH_OK || type == LM_REFUSE;
+}
+
 size_t lm_fixed_len(unsigned int type)
 {
 	return type > 0 && type < LM_TYPE_END ? fixed_lens[type] : 0;
@@ -65,6 +77,7 @@ static size_t max_len(unsigned int type)
 		return LM_MAX_PAYLOAD;
 	case LM_STALE:
 	case LM_HASHES:
+	case LM_NEED:
 		return sizeof(struct lm_stale) + 65536;
 	default:
 		return fixed_lens[type];
@@ -156,6 +169,30 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 			return bad(err, n, name, "hash span outside the region or wrong length");
 		return 0;
 	}
+	case LM_NEED: {
+		const struct lm_need *m = p;
+
+		if (!span_ok(g, m->first, m->nbits, 65536 * 8) || rest != (m->nbits + 7u) / 8)
+			return bad(err, n, name, "bitmap outside the region or wrong length");
+		return 0;
+	}
+	case LM_CHALLENGE: {
+		const struct lm_challenge *m = p;
+
+		if (m->version != LM_VERSION)
+			return bad(err, n, name, "protocol version differs");
+		if (m->flags & ~LM_CHAL_VERIFY)
+			return bad(err, n, name, "unknown flags");
+		return 0;
+	}
+	case LM_AUTH:
+		if (((const struct lm_auth *)p)->kind >= LM_AUTH_KIND_END)
+			return bad(err, n, name, "unknown connection kind");
+		return 0;
+	case LM_REFUSE:
+		if (((const struct lm_refuse *)p)->why >= LM_REFUSE_END)
+			return bad(err, n, name, "unknown reason");
+		return 0;
 	case LM_REQ:
 		if (((const struct lm_req *)p)->page >= g->npages)
 			return bad(err, n, name, "page outside the region");
@@ -179,12 +216,12 @@ int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct l
 	size_t fl = fixed_lens[h->type];
 	int ret;
 
-	if (!g->page_size && h->type != LM_HELLO) {
+	if (!g->page_size && h->type != LM_HELLO && !lm_type_before_hello(h->type)) {
 		snprintf(err, errlen, "%s frame before HELLO", type_names[h->type]);
 		return -EBADMSG;
 	}
 	if (h->type != LM_PAGES && h->type != LM_RESP && h->type != LM_STALE &&
-	    h->type != LM_HASHES && h->len != fl)
+	    h->type != LM_HASHES && h->type != LM_NEED && h->len != fl)
 		return bad(err, errlen, type_names[h->type], "trailing bytes");
 	ret = check_body(h, payload, g, h->len - fl, err, errlen);
 	if (ret)
@@ -239,12 +276,100 @@ size_t lm_frame_encode(void *buf, size_t cap, unsigned int type, unsigned int fl
 
 /* ---- time and links ------------------------------------------------ */
 
+volatile sig_atomic_t lm_interrupted;
+volatile sig_atomic_t lm_committed;
+static volatile sig_atomic_t interrupts;
+
+/*
+ * SIGINT/SIGTERM: before the commit every wait gives up (-ECANCELED) and the
+ * source resumes its workload; after it the workload lives on the
+ * destination and needs both ends, so the first one only says so and a
+ * second one abandons it.
+ */
+static void on_interrupt(int sig)
+{
+	static const char msg[] = "lm: interrupted after the switch-over: the workload runs on "
+				  "the destination and needs both ends; finishing (interrupt "
+				  "again to abandon it)\n";
+
+	(void)sig;
+	if (!lm_committed) {
+		lm_interrupted = 1;
+		return;
+	}
+	if (interrupts++)
+		_exit(130);
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		interrupts++;
+}
+
+void lm_catch_interrupts(void)
+{
+	struct sigaction sa = { .sa_handler = on_interrupt };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * poll one fd in slices of 100 ms, so an interrupt is seen whichever thread
+ * took the signal: 1 ready, 0 timed out (timeout_ms <= 0: never),
+ * -ECANCELED interrupted.
+ */
+int lm_wait_fd(int fd, short events, int timeout_ms)
+{
+	uint64_t end = timeout_ms > 0 ? lm_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int slice = 100, pr;
+
+		if (lm_interrupted)
+			return -ECANCELED;
+		if (end) {
+			uint64_t now = lm_now_ns();
+
+			if (now >= end)
+				return 0;
+			if (end - now < 100000000ull)
+				slice = (int)((end - now) / 1000000ull) + 1;
+		}
+		pr = poll(&p, 1, slice);
+		if (pr > 0)
+			return 1;
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 uint64_t lm_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void lm_trace(const char *fmt, ...)
+{
+	static int fd = -2;
+	char buf[200];
+	va_list ap;
+	int n;
+
+	if (fd == -2) {
+		const char *path = getenv("LM_TRACE");
+
+		fd = path && *path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+	}
+	if (fd < 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0)
+		fd = -1;
 }
 
 void lm_sleep_until(uint64_t t_ns)
@@ -254,7 +379,8 @@ void lm_sleep_until(uint64_t t_ns)
 		.tv_nsec = (long)(t_ns % 1000000000ull),
 	};
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+	       !lm_interrupted)
 		;
 }
 
@@ -264,6 +390,20 @@ void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns)
 	l->bps = bps;
 	l->free_at_ns = 0;
 	l->rtt_ns = rtt_ns;
+}
+
+/*
+ * A wait shorter than this is not slept: a timer wake-up costs more than
+ * that under TCG (~0.1-0.3 ms), and a 64-byte SWITCH at 1 Gbit/s would pay
+ * it for 0.5 us of wire time.  The reservation still moves, so the next
+ * frame waits for both and the long-run rate holds.
+ */
+#define LM_PACE_MIN_SLEEP_NS 200000ull
+
+static void pace_wait(uint64_t done)
+{
+	if (done > lm_now_ns() + LM_PACE_MIN_SLEEP_NS)
+		lm_sleep_until(done);
 }
 
 /*
@@ -285,13 +425,13 @@ static void link_pace(struct lm_link *l, size_t n, bool urgent)
 		done = now + (uint64_t)((double)n * 1e9 / (double)l->bps);
 		l->free_at_ns += done - now;
 		pthread_mutex_unlock(&l->lock);
-		lm_sleep_until(done);
+		pace_wait(done);
 		return;
 	}
 	done = start + (uint64_t)((double)n * 1e9 / (double)l->bps);
 	l->free_at_ns = done;
 	pthread_mutex_unlock(&l->lock);
-	lm_sleep_until(done);
+	pace_wait(done);
 }
 
 int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
@@ -304,9 +444,20 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	c->link = link;
 	c->rx_delay_ns = link ? link->rtt_ns / 2 : 0;
 	c->timeout_ms = timeout_ms;
+	c->tx_timeout_ms = timeout_ms;
 	pthread_mutex_init(&c->wlock, NULL);
 	c->buf = malloc(LM_MAX_PAYLOAD);
 	return c->buf ? 0 : -ENOMEM;
+}
+
+void lm_conn_replace(struct lm_conn *c, int fd)
+{
+	pthread_mutex_lock(&c->wlock);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = fd;
+	c->err[0] = 0;
+	pthread_mutex_unlock(&c->wlock);
 }
 
 void lm_conn_close(struct lm_conn *c)
@@ -318,13 +469,27 @@ void lm_conn_close(struct lm_conn *c)
 	c->buf = NULL;
 }
 
-static int write_all(int fd, struct iovec *iov, int n)
+/*
+ * Write it all, or fail when the peer takes nothing for timeout_ms: a
+ * stopped peer's window fills and a blocking write would wait for good.
+ */
+static int write_all(int fd, struct iovec *iov, int n, int timeout_ms)
 {
 	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int pr = lm_wait_fd(fd, POLLOUT, timeout_ms);
+
+			if (pr < 0)
+				return pr;
+			if (pr == 0)
+				return -ETIMEDOUT;
+			continue;
+		}
 		if (w < 0)
 			return -errno;
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -353,15 +518,25 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	};
 	int ret;
 
+	if (lm_interrupted) {
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+		return -ECANCELED;
+	}
 	pthread_mutex_lock(&c->wlock);
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
-	ret = write_all(c->fd, iov, data_len ? 3 : 2);
+	ret = write_all(c->fd, iov, data_len ? 3 : 2, c->tx_timeout_ms);
 	if (!ret)
 		c->tx_bytes += sizeof(h) + fl + data_len;
 	pthread_mutex_unlock(&c->wlock);
-	if (ret)
+	if (ret == -ECANCELED)
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+	else if (ret == -ETIMEDOUT)
+		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: the peer took "
+			 "nothing for %d ms (stopped or unreachable)", c->name, lm_type_name(type),
+			 c->tx_timeout_ms);
+	else if (ret)
 		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: %s", c->name,
 			 lm_type_name(type), strerror(-ret));
 	return ret;
@@ -372,12 +547,25 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 {
 	*got = 0;
 	while (*got < n) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&p, 1, c->timeout_ms > 0 ? c->timeout_ms : -1);
+		int pr = 1;
 		ssize_t r;
 
-		if (pr < 0 && errno == EINTR)
-			continue;
+		if (c->spin_until_ns && lm_now_ns() < c->spin_until_ns) {
+			r = recv(c->fd, (char *)buf + *got, n - *got, MSG_DONTWAIT);
+			if (r > 0) {
+				*got += (size_t)r;
+				continue;
+			}
+			if (r == 0)
+				return -EPIPE;
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -errno;
+		}
+		pr = lm_wait_fd(c->fd, POLLIN, c->timeout_ms);
+
+		if (pr < 0)
+			return pr;
 		if (pr == 0)
 			return -ETIMEDOUT;
 		r = read(c->fd, (char *)buf + *got, n - *got);
@@ -394,7 +582,28 @@ static int read_all(struct lm_conn *c, void *buf, size_t n, size_t *got)
 
 static const char *why(int ret)
 {
+	if (ret == -ECANCELED)
+		return "interrupted";
+	if (ret == -ETIMEDOUT)
+		return "no data within --timeout (the peer stopped or is unreachable)";
 	return ret == -EPIPE ? "closed by the peer" : strerror(-ret);
+}
+
+bool lm_err_is_protocol(int err)
+{
+	return err == -EBADMSG || err == -EMSGSIZE || err == -EPROTO;
+}
+
+/* Drop the connection with a reset: a stopped peer that wakes up finds an
+ * error, not the frames still queued for it. */
+void lm_conn_reset(struct lm_conn *c)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	if (c->fd < 0)
+		return;
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	shutdown(c->fd, SHUT_RDWR);
 }
 
 int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
@@ -406,6 +615,15 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 	ret = read_all(c, &h, sizeof(h), &got);
 	if (ret == -EPIPE && got == 0) {
 		snprintf(c->err, sizeof(c->err), "%s connection closed by the peer", c->name);
+		return ret;
+	}
+	if (ret == -ECANCELED) {
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+		return ret;
+	}
+	if (ret == -ETIMEDOUT && got == 0) {
+		snprintf(c->err, sizeof(c->err), "%s connection: nothing received for %d ms "
+			 "(the peer stopped or is unreachable)", c->name, c->timeout_ms);
 		return ret;
 	}
 	if (ret) {

@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	1
+#define LM_VERSION	2
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
@@ -22,7 +22,7 @@
 enum lm_type {
 	LM_HELLO = 1,	/* src -> dst: geometry; flags URGENT on the 2nd conn */
 	LM_PAGES,	/* src -> dst: page contents */
-	LM_ROUND,	/* src -> dst: a precopy round ended */
+	LM_ROUND,	/* src -> dst: a precopy round ended; LAST: echo it (drained) */
 	LM_SWITCH,	/* src -> dst: paused; resume now */
 	LM_STALE,	/* src -> dst: a chunk of the stale bitmap */
 	LM_REQ,		/* dst -> src (urgent): is this page stale? */
@@ -31,6 +31,11 @@ enum lm_type {
 	LM_DONE,	/* src -> dst: all sent; source statistics */
 	LM_RESUMED,	/* dst -> src: the workload runs on the destination */
 	LM_FIN,		/* dst -> src: verified; the source may go */
+	LM_CHALLENGE,	/* dst -> src, first on every connection: a nonce */
+	LM_AUTH,	/* src -> dst: MAC over both nonces with the shared key */
+	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too */
+	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
+	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
 	LM_TYPE_END,
 };
 
@@ -116,10 +121,57 @@ struct lm_done {
 	uint32_t track;			/* enum lm_track_kind */
 	uint32_t pad;
 	uint64_t track_pause_ns;	/* workload quiesced for tracking */
+	uint64_t drain_ns;		/* waiting for the link to empty before the pause */
 };
 
 struct lm_resumed {
 	uint64_t t_resume_ns;
+};
+
+#define LM_NONCE	32
+#define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
+#define LM_SESSION	16
+#define LM_KEYLEN	32
+
+/* CHALLENGE flags */
+#define LM_CHAL_VERIFY	(1u << 0)	/* the destination asks for --verify */
+
+struct lm_challenge {
+	uint32_t version;
+	uint32_t flags;
+	uint8_t nonce[LM_NONCE];
+};
+
+/* what an AUTH connection is for */
+enum lm_auth_kind { LM_AUTH_MAIN, LM_AUTH_URGENT, LM_AUTH_REJOIN_MAIN, LM_AUTH_REJOIN_URGENT,
+	LM_AUTH_KIND_END };
+
+struct lm_auth {
+	uint32_t kind;
+	uint32_t pad;
+	uint8_t session[LM_SESSION];	/* the source's; binds urgent and rejoins to main */
+	uint8_t nonce[LM_NONCE];
+	uint8_t mac[LM_MACLEN];
+};
+
+struct lm_auth_ok {
+	uint8_t mac[LM_MACLEN];
+};
+
+enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
+	LM_REFUSE_SESSION, LM_REFUSE_END };
+
+struct lm_refuse {
+	uint32_t why;
+	uint32_t mode;		/* MODE: the destination's */
+	uint64_t max_size;	/* SIZE: the destination's cap */
+};
+
+/* followed by a bitmap of nbits pages from first, like STALE */
+struct lm_need {
+	uint64_t first;
+	uint32_t nbits;
+	uint32_t pad;
 };
 
 /* What the receiver knows, to check frames against. */
@@ -140,6 +192,7 @@ const char *lm_type_name(unsigned int type);
 const char *lm_mode_name(unsigned int mode);
 int lm_mode_parse(const char *s);
 size_t lm_fixed_len(unsigned int type);
+bool lm_type_before_hello(unsigned int type);
 /* 0 or -EBADMSG/-EMSGSIZE with a message naming the frame in err. */
 int lm_hdr_check(const struct lm_hdr *h, char *err, size_t errlen);
 int lm_payload_check(const struct lm_hdr *h, const void *payload, const struct lm_geom *g,
@@ -167,7 +220,9 @@ struct lm_conn {
 	bool urgent;		/* paced ahead of queued bulk */
 	struct lm_link *link;	/* pacing of what we send */
 	uint64_t rx_delay_ns;	/* rtt/2 added to what we receive */
-	int timeout_ms;		/* a receive this idle is an error */
+	int timeout_ms;		/* a receive this idle is an error; 0: wait */
+	int tx_timeout_ms;	/* a send that makes no progress this long */
+	uint64_t spin_until_ns;	/* read without sleeping until then (probe knob) */
 	pthread_mutex_t wlock;
 	uint32_t seq;
 	uint64_t tx_bytes, rx_bytes;
@@ -175,12 +230,25 @@ struct lm_conn {
 	char err[160];
 };
 
+#include <signal.h>
+extern volatile sig_atomic_t lm_interrupted;	/* SIGINT/SIGTERM before the commit */
+extern volatile sig_atomic_t lm_committed;	/* past it, an interrupt only warns */
+void lm_catch_interrupts(void);
+int lm_wait_fd(int fd, short events, int timeout_ms);
 uint64_t lm_now_ns(void);
+/* A line in the kernel's trace buffer when LM_TRACE names trace_marker: lets
+ * ftrace's sched events be read against lm's own steps. */
+void lm_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lm_sleep_until(uint64_t t_ns);
 void lm_link_init(struct lm_link *l, uint64_t bps, uint64_t rtt_ns);
 int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
+void lm_conn_reset(struct lm_conn *c);
+/* A new socket for the same connection (a rejoin); senders wait for it. */
+void lm_conn_replace(struct lm_conn *c, int fd);
+/* A malformed frame (exit 5), not a lost peer (exit 6)? */
+bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
 	    const void *data, size_t data_len);
 /* 0 with f filled (valid until the next recv), -errno with c->err set. */

@@ -30,6 +30,9 @@ static void table(const struct lm_report *r)
 	/* pacing, socket buffers and the frames queued ahead of SWITCH */
 	if (r->transit_ms >= 0)
 		printf("                     %.3f ms SWITCH in transit\n", r->transit_ms);
+	if (s->drain_ns)
+		printf("                     (before the pause: %.3f ms for the link to empty)\n",
+		       (double)s->drain_ns / 1e6);
 	printf("total time           %.1f ms (precopy %.1f ms, postcopy %.1f ms)\n",
 	       r->total_ms, (double)s->t_precopy_ns / 1e6, r->postcopy_ms);
 	printf("precopy              %.2f MiB, %llu pages, %llu rounds\n",
@@ -60,12 +63,12 @@ static void json(const struct lm_report *r)
 	printf("{\"mode\":\"%s\",\"size\":%llu,\"page_size\":%llu,\"pages\":%llu,"
 	       "\"tracking\":\"%s\",\"stale_pages\":%llu,\"downtime_ms\":%.3f,"
 	       "\"src_pause_to_switch_ms\":%.3f,\"dst_switch_to_resume_ms\":%.3f,"
-	       "\"switch_transit_ms\":%.3f,"
+	       "\"switch_transit_ms\":%.3f,\"drain_ms\":%.3f,"
 	       "\"total_ms\":%.1f,\"postcopy_ms\":%.1f,\"precopy_ms\":%.1f,",
 	       lm_mode_name(r->mode), (unsigned long long)r->size,
 	       (unsigned long long)r->page_size, (unsigned long long)r->npages,
 	       lm_track_name(s->track), (unsigned long long)r->stale, r->downtime_ms, r->src_pause_ms,
-	       r->dst_resume_ms, r->transit_ms,
+	       r->dst_resume_ms, r->transit_ms, (double)s->drain_ns / 1e6,
 	       r->total_ms, r->postcopy_ms, (double)s->t_precopy_ns / 1e6);
 	printf("\"bytes\":{\"precopy\":%llu,\"paused\":%llu,\"push\":%llu,\"demand\":%llu},"
 	       "\"pages_push\":%llu,\"pages_demand\":%llu,\"requests\":%llu,\"rounds\":%llu,",

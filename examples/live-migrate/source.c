@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sodium.h>
 
 #include "lm.h"
 
@@ -33,10 +34,22 @@ struct src {
 	struct lm_done st;
 	pthread_t urg_tid;
 	bool urg_running;
-	atomic_int stale_ready;		/* 1: state[] is final; -1: it never will be */
+	atomic_int stale_ready;		/* 1: committed, state[] final; -1: aborted */
+	atomic_int urg_stop;		/* the urgent server is being stopped */
+	const char *addr;
+	unsigned int rejoins;
+	bool rejoining;			/* connect quietly: the link is coming back */
+	bool verify;			/* both ends agreed, from HELLO */
+	uint8_t session[LM_SESSION];
+	struct lm_hello hello;		/* as sent on the main connection */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
 };
+
+static void inject(const struct src *s, const char *what)
+{
+	lm_inject(s->o, "source", what);
+}
 
 static unsigned int per_frame(const struct src *s)
 {
@@ -120,12 +133,51 @@ static uint64_t count_bits(const uint8_t *b, uint64_t n)
 	return c;
 }
 
+static int wait_for(struct src *s, unsigned int type);
+
+/*
+ * Pause only once the destination has taken everything sent: a receiver
+ * slower than the link (a TCG guest copying pages) leaves up to both socket
+ * buffers of bulk queued, and SWITCH would wait behind it -- 10-30 ms in
+ * the guest at 1% stale, where the last round is small and the pause comes
+ * right after it.  The workload runs meanwhile: not downtime.
+ */
+static int drain(struct src *s)
+{
+	struct lm_round last = { .round = s->o->rounds };
+	uint64_t t0 = lm_now_ns();
+	int ret = lm_send(&s->m, LM_ROUND, LM_F_LAST, &last, NULL, 0);
+
+	if (!ret)
+		ret = wait_for(s, LM_ROUND);
+	s->st.drain_ns = lm_now_ns() - t0;
+	lm_trace("lm src: drained");
+	return ret;
+}
+
 static int precopy(struct src *s)
 {
 	int ret;
 
-	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->precopy_s * 1e9));
+	uint64_t end = lm_now_ns() + (uint64_t)(s->o->precopy_s * 1e9);
+	uint64_t beat = (uint64_t)s->o->timeout_ms * 1000000ull / 3;
+
+	/* a ROUND 0 now and then: the destination counts silence as death */
+	for (uint64_t now = lm_now_ns(); now < end; now = lm_now_ns()) {
+		struct lm_round idle = { 0 };
+
+		lm_sleep_until(end - now > beat ? now + beat : end);
+		if (lm_now_ns() < end && (ret = lm_send(&s->m, LM_ROUND, 0, &idle, NULL, 0)))
+			return ret;
+	}
 	ret = send_pages(s, NULL, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
+	inject(s, "stop-precopy");
+	if (!ret && s->o->inject && !strcmp(s->o->inject, "bad-frame")) {
+		/* a page past the region: the destination must refuse it by name */
+		struct lm_pages bad = { .first = s->npages, .count = 1 };
+
+		ret = lm_send(&s->m, LM_PAGES, 0, &bad, s->back, s->page);
+	}
 	for (unsigned int round = 1; !ret && round < s->o->rounds; round++) {
 		struct lm_round rf = { .round = round };
 
@@ -138,8 +190,11 @@ static int precopy(struct src *s)
 		ret = send_pages(s, s->dirty, 0, &s->st.bytes_precopy, &s->st.pages_precopy);
 		if (!ret)
 			ret = lm_send(&s->m, LM_ROUND, 0, &rf, NULL, 0);
+		lm_trace("lm src: ROUND %u sent, %llu pages", round, (unsigned long long)rf.pages);
 		s->st.rounds = round;
 	}
+	if (!ret && !s->o->no_drain)
+		ret = drain(s);
 	return ret;
 }
 
@@ -153,7 +208,9 @@ static void pause_workload(struct src *s)
 			(double)(now - s->t_start);
 	/* downtime starts when the workload is asked to stop */
 	s->t_pause = lm_now_ns();
+	lm_trace("lm src: pause");
 	wl_pause(&s->wl);
+	lm_trace("lm src: paused");
 	s->st.t_precopy_ns = s->t_pause - s->t_start;
 }
 
@@ -172,7 +229,6 @@ static int take_stale(struct src *s)
 			s->state[i] = S_STALE;
 			s->nstale++;
 		}
-	atomic_store(&s->stale_ready, ret ? -1 : 1);
 	if (ret) {
 		fprintf(stderr, "lm: source: dirty tracking failed: %s\n", strerror(-ret));
 		return ret;
@@ -190,7 +246,12 @@ static int send_switch(struct src *s)
 		.t_send_ns = lm_now_ns(), .ops_total = wl_ops(&s->wl),
 	};
 
-	return lm_send(&s->m, LM_SWITCH, 0, &sw, NULL, 0);
+	int ret;
+
+	lm_trace("lm src: SWITCH send");
+	ret = lm_send(&s->m, LM_SWITCH, 0, &sw, NULL, 0);
+	lm_trace("lm src: SWITCH sent");
+	return ret;
 }
 
 static int send_stale_list(struct src *s, uint64_t *bytes)
@@ -251,6 +312,7 @@ static void *urgent_server(void *p)
 			    r.status == LM_RESP_DATA ? s->page : 0))
 			break;
 	}
+	/* a broken link: the destination sees it too and closes the main one */
 	return NULL;
 }
 
@@ -317,12 +379,29 @@ static int wait_for(struct src *s, unsigned int type)
 	return ret;
 }
 
+static void stop_urgent(struct src *s)
+{
+	if (!s->urg_running)
+		return;
+	if (atomic_load(&s->stale_ready) == 0)
+		atomic_store(&s->stale_ready, -1);
+	atomic_store(&s->urg_stop, 1);
+	shutdown(s->urg.fd, SHUT_RDWR);
+	pthread_join(s->urg_tid, NULL);
+	s->urg_running = false;
+	atomic_store(&s->urg_stop, 0);
+}
+
 /* The destination went away before it ran the workload: keep it here. */
 static int abort_locally(struct src *s, const char *why)
 {
 	char err[160];
 
 	fprintf(stderr, "lm: migration aborted: %s; the workload resumes on the source\n", why);
+	/* a destination that wakes up later finds a reset, not SWITCH */
+	lm_conn_reset(&s->m);
+	lm_conn_reset(&s->urg);
+	stop_urgent(s);
 	wl_resume(&s->wl);
 	lm_sleep_until(lm_now_ns() + (uint64_t)(s->o->after_s * 1e9));
 	wl_pause(&s->wl);
@@ -336,86 +415,187 @@ static int abort_locally(struct src *s, const char *why)
 	return LM_EXIT_ABORTED;
 }
 
-static void inject(const struct src *s, const char *what)
-{
-	if (s->o->inject && !strcmp(s->o->inject, what)) {
-		fprintf(stderr, "lm: source: injected death (%s)\n", what);
-		_exit(9);
-	}
-}
 
-/* Everything after the switch-over; the destination owns the workload. */
-static int postcopy(struct src *s)
+/* Everything after the commit, from the start: a rejoin repeats it all,
+ * and the destination takes each part once. */
+static int postcopy_pass(struct src *s)
 {
 	int ret = 0;
 
-	if (s->o->mode != LM_MODE_STOPCOPY) {
-		ret = send_stale_list(s, s->o->mode == LM_MODE_MISSING ? &s->st.bytes_paused :
-				      &s->st.bytes_push);
-		inject(s, "die-postcopy");
-		if (!ret)
-			ret = push(s);
-	}
-	if (!ret && s->o->verify)
+	/* missing mode sent it before the commit; again after a rejoin */
+	if (s->o->mode == LM_MODE_MINOR || (s->o->mode == LM_MODE_MISSING && s->rejoins))
+		ret = send_stale_list(s, &s->st.bytes_push);
+	inject(s, "stop-postcopy");
+	if (!ret && s->o->mode != LM_MODE_STOPCOPY)
+		ret = push(s);
+	if (!ret && s->verify)
 		ret = send_hashes(s);
 	s->st.track = s->tr.kind;
 	if (!ret)
 		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
+	/* the destination runs --after seconds, then verifies: not silence */
+	s->m.timeout_ms = s->o->timeout_ms + (int)(s->o->after_s * 1000);
 	if (!ret)
 		ret = wait_for(s, LM_FIN);
-	if (s->urg_running) {
-		shutdown(s->urg.fd, SHUT_RDWR);
-		pthread_join(s->urg_tid, NULL);
+	return ret;
+}
+
+static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
+		       unsigned int kind);
+
+/* What the destination still lacks after a rejoin: to be sent again. */
+static int take_need(struct src *s)
+{
+	uint64_t again = 0;
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&s->m, &s->g, &f))) {
+		const struct lm_need *n = f.fixed;
+
+		if (f.h.type != LM_NEED) {
+			snprintf(s->m.err, sizeof(s->m.err), "main connection: expected NEED after "
+				 "the rejoin, got %s", lm_type_name(f.h.type));
+			return -EBADMSG;
+		}
+		for (uint64_t k = 0; k < n->nbits; k++) {
+			uint8_t sent = S_SENT;
+
+			if (bit_get(f.data, k) &&
+			    atomic_compare_exchange_strong(&s->state[n->first + k], &sent, S_STALE))
+				again++;
+		}
+		if (f.h.flags & LM_F_LAST)
+			break;
+	}
+	lm_msg(s->o, "source: %llu pages sent before the break are sent again\n",
+	       (unsigned long long)again);
+	return ret;
+}
+
+/*
+ * The link broke after the commit while both ends live: connect again with
+ * the same key and session, learn what the destination still needs, and
+ * go on.  Within --timeout, or the destination is lost.
+ */
+static int rejoin(struct src *s)
+{
+	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)s->o->timeout_ms * 1000000ull;
+	int ret = -ETIMEDOUT;
+
+	stop_urgent(s);
+	lm_conn_close(&s->m);
+	lm_conn_close(&s->urg);
+	s->rejoining = true;
+	while (lm_now_ns() < end) {
+		ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN);
+		if (!ret)
+			ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT);
+		if (!ret || ret == -EACCES || ret == -ESRCH)
+			break;
+		lm_conn_close(&s->m);
+		lm_conn_close(&s->urg);
+		usleep(100000);
+	}
+	s->rejoining = false;
+	if (!ret)
+		ret = take_need(s);
+	if (ret) {
+		fprintf(stderr, "lm: source: no rejoin within %d ms: %s\n", s->o->timeout_ms,
+			s->m.err[0] ? s->m.err : strerror(-ret));
+		return ret;
+	}
+	s->urg.timeout_ms = 0;
+	if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+		return -EAGAIN;
+	s->urg_running = true;
+	s->rejoins++;
+	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break\n",
+		(double)(lm_now_ns() - t0) / 1e6);
+	return 0;
+}
+
+/* Everything after the commit; the destination owns the workload. */
+static int postcopy(struct src *s)
+{
+	int ret;
+
+	inject(s, "die-postcopy");
+	for (;;) {
+		ret = postcopy_pass(s);
+		if (!ret || lm_err_is_protocol(ret) || s->rejoins >= 16)
+			break;
+		fprintf(stderr, "lm: source: the link broke after the switch-over (%s); "
+			"rejoining\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		ret = rejoin(s);
+		if (ret)
+			break;
+	}
+	stop_urgent(s);
+	return ret;
+}
+
+/*
+ * The switch-over.  The commit point is RESUMED: until it arrives the
+ * destination has run nothing the source cannot take back -- in minor and
+ * missing mode it cannot get past its first fault, since no request is
+ * answered and (minor) no stale list sent before it -- so a destination that
+ * stops answering makes the source resume at home within --timeout.
+ */
+static int switch_over(struct src *s)
+{
+	int ret = 0;
+
+	pause_workload(s);
+	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
+		return -EIO;
+	if (s->o->mode == LM_MODE_STOPCOPY)
+		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
+				 &s->st.pages_paused);
+	if (!ret)
+		ret = send_switch(s);
+	if (ret)
+		return ret;
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+			return -EAGAIN;
+		s->urg_running = true;
+	}
+	/* minor mode collects after SWITCH: O(memory), not downtime */
+	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
+		return -EIO;
+	lm_trace("lm src: stale taken");
+	if (s->o->mode == LM_MODE_MISSING)
+		ret = send_stale_list(s, &s->st.bytes_paused);
+	if (!ret)
+		ret = wait_for(s, LM_RESUMED);
+	if (!ret) {
+		lm_committed = 1;	/* an interrupt no longer cancels */
+		atomic_store(&s->stale_ready, 1);
 	}
 	return ret;
 }
 
+static int exit_for(int ret)
+{
+	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
+}
+
 static int migrate(struct src *s)
 {
-	struct lm_hello h = {
-		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
-		.page_size = (uint32_t)s->page, .backing = s->o->backing,
-		.nthreads = s->o->wl.threads, .verify = s->o->verify, .boot = lm_boot_hash(),
-		.t_start_ns = s->t_start,
-	};
-	int ret;
+	int ret = precopy(s);
 
-	ret = lm_send(&s->m, LM_HELLO, 0, &h, NULL, 0);
 	if (!ret)
-		ret = lm_send(&s->urg, LM_HELLO, LM_F_URGENT, &h, NULL, 0);
-	if (!ret)
-		ret = precopy(s);
+		ret = switch_over(s);
+	if (ret == -EIO)
+		return abort_locally(s, "dirty tracking failed");
 	if (ret)
 		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
-	pause_workload(s);
-	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
-		return abort_locally(s, "dirty tracking failed");
-	if (s->o->mode == LM_MODE_STOPCOPY) {
-		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
-				 &s->st.pages_paused);
-		if (!ret)
-			ret = send_switch(s);
-		if (!ret)
-			ret = wait_for(s, LM_RESUMED);
-		if (ret)
-			return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
-	} else if ((ret = send_switch(s))) {
-		return abort_locally(s, s->m.err);
-	}
-	if (s->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
-			return LM_EXIT_USAGE;
-		s->urg_running = true;
-	}
-	/* past SWITCH the destination may run: no local resume any more */
-	if (s->o->mode == LM_MODE_MINOR && take_stale(s))
-		ret = -EIO;
-	if (!ret)
-		ret = postcopy(s);
+	ret = postcopy(s);
 	if (ret) {
-		fprintf(stderr, "lm: source: destination lost after the switch-over: %s\n",
-			s->m.err[0] ? s->m.err : strerror(-ret));
-		return LM_EXIT_PROTOCOL;
+		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
+			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		return exit_for(ret);
 	}
 	return LM_EXIT_OK;
 }
@@ -426,6 +606,8 @@ static int setup(struct src *s, const struct lm_opts *o)
 
 	memset(s, 0, sizeof(*s));
 	s->o = o;
+	s->verify = o->verify;
+	s->m.fd = s->urg.fd = -1;
 	ret = uffdm_region_create(&s->r, o->backing, o->size);
 	if (ret) {
 		fprintf(stderr, "lm: source: cannot create a %zu-byte region: %s\n", o->size,
@@ -451,19 +633,43 @@ static int setup(struct src *s, const struct lm_opts *o)
  * takes seconds, and the destination counts a silent connection as dead
  * after --timeout.
  */
+static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
+		       unsigned int kind)
+{
+	int fd = lm_connect_quiet(addr, s->rejoining), ret;
+
+	if (fd < 0)
+		return -ECONNREFUSED;
+	ret = lm_conn_init(c, fd, name, &s->link, s->o->timeout_ms);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
+	if (ret && !s->rejoining) {
+		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);
+		return ret;
+	}
+	s->verify = s->hello.verify;
+	return 0;
+}
+
 static int connect_both(struct src *s, const char *addr)
 {
-	int m = lm_connect(addr), u = m < 0 ? -1 : lm_connect(addr);
+	int ret;
 
-	if (m < 0 || u < 0) {
-		if (m >= 0)
-			close(m);
-		return -ECONNREFUSED;
-	}
-	if (lm_conn_init(&s->m, m, "main", &s->link, s->o->timeout_ms) ||
-	    lm_conn_init(&s->urg, u, "urgent", &s->link, 0))
-		return -ENOMEM;
-	return 0;
+	randombytes_buf(s->session, sizeof(s->session));
+	s->hello = (struct lm_hello){
+		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
+		.page_size = (uint32_t)s->page, .backing = s->o->backing,
+		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
+		.t_start_ns = s->t_start,
+	};
+	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN);
+	if (!ret)
+		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT);
+	s->urg.timeout_ms = 0;	/* requests come when they come */
+	return ret;
 }
 
 int lm_source(const struct lm_opts *o, const char *addr)
@@ -480,8 +686,12 @@ int lm_source(const struct lm_opts *o, const char *addr)
 			lm_track_name(o->track), strerror(-ret));
 		return LM_EXIT_USAGE;
 	}
-	if (connect_both(s, addr))
-		return LM_EXIT_USAGE;
+	s->t_start = lm_now_ns();
+	s->addr = addr;
+	ret = connect_both(s, addr);
+	if (ret)
+		return ret == -EACCES ? LM_EXIT_AUTH : ret == -ETIMEDOUT || ret == -EPIPE ?
+		       LM_EXIT_PEER_LOST : LM_EXIT_USAGE;
 	lm_msg(o, "source: %zu MiB %s, %llu pages of %zu bytes, tracking %s\n",
 	       s->size >> 20, o->backing == UFFDM_SHMEM ? "shmem" : "hugetlb",
 	       (unsigned long long)s->npages, s->page, lm_track_name(s->tr.kind));
@@ -491,7 +701,6 @@ int lm_source(const struct lm_opts *o, const char *addr)
 		fprintf(stderr, "lm: source: cannot start the workload: %s\n", strerror(-ret));
 		return LM_EXIT_USAGE;
 	}
-	s->t_start = lm_now_ns();
 	ret = migrate(s);
 	if (s->wl.running)
 		wl_stop(&s->wl);

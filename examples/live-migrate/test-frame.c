@@ -108,12 +108,53 @@ static void test_payload(void **state)
 	expect(decode(n, &geom), "ROUND frame");
 }
 
+/* The handshake comes before HELLO; each field is checked like the rest. */
+static void test_handshake(void **state)
+{
+	struct lm_geom none = { 0 };
+	struct lm_challenge ch = { .version = LM_VERSION };
+	struct lm_auth a = { .kind = LM_AUTH_URGENT };
+	struct lm_refuse r = { .why = LM_REFUSE_BUSY };
+	struct lm_need nd = { .first = 96, .nbits = 4 };
+	size_t n;
+
+	(void)state;
+	n = lm_frame_encode(buf, sizeof(buf), LM_CHALLENGE, 0, &ch, NULL, 0);
+	assert_int_equal(decode(n, &none), 0);
+	ch.version = LM_VERSION + 1;
+	n = lm_frame_encode(buf, sizeof(buf), LM_CHALLENGE, 0, &ch, NULL, 0);
+	expect(decode(n, &none), "malformed CHALLENGE frame: protocol version");
+	ch.version = LM_VERSION;
+	ch.flags = 0x80;
+	n = lm_frame_encode(buf, sizeof(buf), LM_CHALLENGE, 0, &ch, NULL, 0);
+	expect(decode(n, &none), "malformed CHALLENGE frame: unknown flags");
+	n = lm_frame_encode(buf, sizeof(buf), LM_AUTH, 0, &a, NULL, 0);
+	assert_int_equal(decode(n, &none), 0);
+	expect(decode(n - 1, &none), "truncated AUTH");
+	a.kind = LM_AUTH_KIND_END;
+	n = lm_frame_encode(buf, sizeof(buf), LM_AUTH, 0, &a, NULL, 0);
+	expect(decode(n, &none), "malformed AUTH frame: unknown connection kind");
+	n = lm_frame_encode(buf, sizeof(buf), LM_REFUSE, 0, &r, NULL, 0);
+	assert_int_equal(decode(n, &none), 0);
+	r.why = LM_REFUSE_END;
+	n = lm_frame_encode(buf, sizeof(buf), LM_REFUSE, 0, &r, NULL, 0);
+	expect(decode(n, &none), "malformed REFUSE frame");
+	/* NEED is about pages: only after HELLO, and inside the region */
+	n = lm_frame_encode(buf, sizeof(buf), LM_NEED, 0, &nd, page, 1);
+	expect(decode(n, &none), "NEED frame before HELLO");
+	assert_int_equal(decode(n, &geom), 0);
+	nd.nbits = 5;
+	n = lm_frame_encode(buf, sizeof(buf), LM_NEED, 0, &nd, page, 1);
+	expect(decode(n, &geom), "malformed NEED frame");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_payload),
+		cmocka_unit_test(test_handshake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "proto.h"
+#include "fuzz-seeds.h"
 
 #define ITERATIONS 300000
-#define CAP (sizeof(struct lm_hdr) + 3 * 4096 + 64)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -27,34 +27,6 @@ static uint64_t next(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return rng;
-}
-
-static size_t seeds(uint8_t seed[][CAP], size_t *len)
-{
-	static const uint8_t zero[3 * 4096];
-	struct lm_hello h = { .version = LM_VERSION, .size = 1 << 20, .page_size = 4096,
-			      .nthreads = 2 };
-	struct lm_pages p = { .first = 3, .count = 2 };
-	struct lm_stale s = { .first = 0, .nbits = 64 };
-	struct lm_hashes hs = { .first = 1, .count = 3 };
-	struct lm_resp r = { .page = 2, .status = LM_RESP_DATA };
-	struct lm_req q = { .page = 7 };
-	struct lm_round rd = { .round = 1, .pages = 5 };
-	struct lm_switch sw = { .nstale = 3 };
-	struct lm_done d = { .rounds = 2 };
-	size_t n = 0;
-
-	len[n] = lm_frame_encode(seed[n], CAP, LM_HELLO, 0, &h, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_PAGES, LM_F_PUSH, &p, zero, 8192), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_STALE, LM_F_LAST, &s, zero, 8), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_HASHES, 0, &hs, zero, 24), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_RESP, 0, &r, zero, 4096), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_REQ, 0, &q, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_ROUND, 0, &rd, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_SWITCH, 0, &sw, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_DONE, 0, &d, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_FIN, 0, NULL, NULL, 0), n++;
-	return n;
 }
 
 static size_t mutate(uint8_t *b, size_t len)
@@ -95,8 +67,8 @@ static size_t mutate(uint8_t *b, size_t len)
 
 static void test_fuzz(void **state)
 {
-	static uint8_t seed[16][CAP], b[CAP];
-	size_t lens[16], nseeds = seeds(seed, lens), ok = 0;
+	static uint8_t seed[LM_FUZZ_SEEDS][CAP], b[CAP];
+	size_t lens[LM_FUZZ_SEEDS], nseeds = lm_fuzz_seeds(seed, lens), ok = 0;
 	struct lm_geom g = { .npages = 256, .page_size = 4096 }, none = { 0 };
 	char err[200];
 

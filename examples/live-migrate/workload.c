@@ -175,21 +175,11 @@ static void *wl_thread(void *p)
 	return NULL;
 }
 
-int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem)
+static int spawn(struct workload *w)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-	const struct wl_hdr *h = (const struct wl_hdr *)hdr_mem;
-	uint64_t rate = w->rate;
 	int ret;
 
-	if (h->magic != WL_MAGIC || h->nthreads < 1 || h->nthreads > WL_MAX_THREADS ||
-	    h->nrec != size / WL_REC)
-		return -EBADMSG;
-	memset(w, 0, sizeof(*w));
-	w->rate = rate;
-	w->mem = mem;
-	w->size = size;
-	w->n = h->nthreads;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	sigaction(SIGBUS, &sa, NULL);
@@ -206,6 +196,44 @@ int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_m
 	return 0;
 }
 
+int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads)
+{
+	return h->magic == WL_MAGIC && h->nthreads == nthreads && h->nrec == size / WL_REC ?
+	       0 : -EBADMSG;
+}
+
+int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads)
+{
+	uint64_t rate = w->rate;
+
+	if (nthreads < 1 || nthreads > WL_MAX_THREADS)
+		return -EINVAL;
+	memset(w, 0, sizeof(*w));
+	w->rate = rate;
+	w->mem = mem;
+	w->size = size;
+	w->n = nthreads;
+	/* parked before the first op: they touch nothing until wl_resume() */
+	atomic_store(&w->pause_req, 1);
+	return spawn(w);
+}
+
+int wl_start(struct workload *w, uint8_t *mem, size_t size, const uint8_t *hdr_mem)
+{
+	const struct wl_hdr *h = (const struct wl_hdr *)hdr_mem;
+	uint64_t rate = w->rate;
+
+	if (h->magic != WL_MAGIC || h->nthreads < 1 || h->nthreads > WL_MAX_THREADS ||
+	    h->nrec != size / WL_REC)
+		return -EBADMSG;
+	memset(w, 0, sizeof(*w));
+	w->rate = rate;
+	w->mem = mem;
+	w->size = size;
+	w->n = h->nthreads;
+	return spawn(w);
+}
+
 void wl_pause(struct workload *w)
 {
 	atomic_store(&w->pause_req, 1);
@@ -215,12 +243,43 @@ void wl_pause(struct workload *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * Broadcast after unlocking: woken threads would otherwise block on the
+ * mutex we still hold and need a second wake-up each -- the probe trace
+ * showed two cross-CPU wake-ups per thread at the destination's resume.  A
+ * thread that saw pause_req set under the lock is in cond_wait by now.
+ */
 void wl_resume(struct workload *w)
 {
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->pause_req, 0);
+	pthread_mutex_unlock(&w->lock);
+	pthread_cond_broadcast(&w->cond);
+}
+
+void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg)
+{
+	pthread_mutex_lock(&w->lock);
+	atomic_store(&w->quit, 1);
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+	kick(arg);
+	for (unsigned int t = 0; t < w->n; t++) {
+		for (;;) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			if (pthread_timedjoin_np(w->tid[t], NULL, &ts) != ETIMEDOUT)
+				break;
+			kick(arg);
+		}
+	}
+	w->running = false;
 }
 
 void wl_stop(struct workload *w)

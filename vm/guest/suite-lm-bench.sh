@@ -1,8 +1,9 @@
 # shellcheck shell=sh
 # The live-migration sweep on the guest kernel: memory size x stale fraction
 # x link rate, each point migrated in all three modes with --verify.
-# 2 GiB of guest RAM holds a 512 MiB source and its destination.
-# vm/run-guest --suite lm-bench --meson-build build --timeout 2400
+# 2 GiB of guest RAM holds a 512 MiB source and its destination.  Five
+# runs per point (min/median/max), the modes interleaved: about an hour.
+# vm/run-guest --suite lm-bench --meson-build build --timeout 7200
 # shellcheck source=vm/guest/lib.sh
 . /lib/k513/lib.sh
 
@@ -32,7 +33,14 @@ track() {
 }
 
 echo "K513-BENCH kernel $(uname -r); dirty tracking: shmem $(track shmem), hugetlb $(track hugetlb)"
-bench shmem --sizes 64M,256M,512M --stale 0.01,0.1,0.3 --bandwidth 1G,10G --precopy 0.5 --after 0.3
+# A shorter sweep for a busy machine: LM_BENCH_RUNS, LM_BENCH_LINKS and
+# LM_BENCH_HUGETLB=0 on the kernel command line (run-guest --append) reach
+# this script as environment variables.
+runs=${LM_BENCH_RUNS:-5}
+bench shmem --sizes 64M,256M,512M --stale 0.01,0.1,0.3 --bandwidth "${LM_BENCH_LINKS:-1G,10G}" \
+	--precopy 0.5 --after 0.3 --runs "$runs"
 # 192 huge pages: a 128 MiB source and its destination take 128.
-bench hugetlb --backing hugetlb --sizes 64M,128M --stale 0.1 --bandwidth 1G --precopy 0.5 --after 0.3
+[ "${LM_BENCH_HUGETLB:-1}" = 0 ] ||
+	bench hugetlb --backing hugetlb --sizes 64M,128M --stale 0.1 --bandwidth 1G --precopy 0.5 \
+		--after 0.3 --runs "$runs"
 finish

@@ -47,9 +47,10 @@ need_packages() {
 # Packages every part of the pipeline needs.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 # clang and libclang-rt-dev: the libFuzzer run of lm's frame parser (clang
-# only recommends the runtime); gnuplot: lm --plot and the benchmark plots.
+# only recommends the runtime); gnuplot: lm --plot and the benchmark plots;
+# libsodium-dev: lm's key handshake (the guest gets libsodium.so via ldd).
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
-	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools)
+	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev)
 # shellcheck disable=SC2034
 K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)

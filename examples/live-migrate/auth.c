@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Who may talk to a destination: a peer that proves it holds the shared key.
+ * Every connection opens with the destination's CHALLENGE (a fresh nonce);
+ * the source answers with AUTH, a MAC (libsodium's crypto_auth,
+ * HMAC-SHA-512-256) over that nonce, its own nonce, the connection's kind and
+ * its session; the destination checks it in constant time before it reads
+ * anything else, and proves the key back with AUTH_OK, so a source never
+ * sends memory to a stranger either.  Nothing here hides the pages: for
+ * confidentiality run lm through a tunnel (README: ssh -L).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sodium.h>
+
+#include "lm.h"
+
+int lm_crypto_init(void)
+{
+	return sodium_init() < 0 ? -EIO : 0;
+}
+
+void lm_key_generate(uint8_t key[LM_KEYLEN])
+{
+	crypto_auth_keygen(key);
+}
+
+void lm_key_hex(const uint8_t key[LM_KEYLEN], char hex[2 * LM_KEYLEN + 1])
+{
+	sodium_bin2hex(hex, 2 * LM_KEYLEN + 1, key, LM_KEYLEN);
+}
+
+int lm_key_load(const char *path, uint8_t key[LM_KEYLEN], char *err, size_t errlen)
+{
+	char buf[256];
+	size_t bin = 0;
+	const char *end;
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (!fstat(fd, &st) && (st.st_mode & 077))
+		fprintf(stderr, "lm: warning: the key file %s is readable by others "
+			"(chmod 600 it)\n", path);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = 0;
+	if (n != 2 * LM_KEYLEN ||
+	    sodium_hex2bin(key, LM_KEYLEN, buf, (size_t)n, NULL, &bin, &end) || bin != LM_KEYLEN ||
+	    *end) {
+		snprintf(err, errlen, "the key file %s does not hold a key: it needs %d hex digits "
+			 "(make one with 'lm keygen FILE')", path, 2 * LM_KEYLEN);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN])
+{
+	char hex[2 * LM_KEYLEN + 2];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	lm_key_hex(key, hex);
+	strcat(hex, "\n");
+	n = write(fd, hex, strlen(hex));
+	if (close(fd) || n != (ssize_t)strlen(hex))
+		return -EIO;
+	return 0;
+}
+
+/* MAC over a label and the parts, in order. */
+static void mac_of(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+		   const void *a, size_t alen, const void *b, size_t blen, const void *c,
+		   size_t clen)
+{
+	crypto_auth_hmacsha512256_state st;
+
+	crypto_auth_hmacsha512256_init(&st, key, LM_KEYLEN);
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
+	crypto_auth_hmacsha512256_update(&st, a, alen);
+	crypto_auth_hmacsha512256_update(&st, b, blen);
+	crypto_auth_hmacsha512256_update(&st, c, clen);
+	crypto_auth_hmacsha512256_final(&st, out);
+}
+
+static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		    const struct lm_auth *a)
+{
+	uint8_t kind[4] = { (uint8_t)a->kind };
+
+	mac_of(out, key, "lm-auth-1 source", ch->nonce, LM_NONCE, kind, 4, a->session,
+	       LM_SESSION + LM_NONCE);	/* session, then the source's nonce */
+}
+
+static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		    const struct lm_auth *a)
+{
+	mac_of(out, key, "lm-auth-1 destination", a->nonce, LM_NONCE, ch->nonce, LM_NONCE,
+	       a->session, LM_SESSION);
+}
+
+static const struct lm_geom no_geom;
+
+static int refused(struct lm_conn *c, const struct lm_refuse *r)
+{
+	switch (r->why) {
+	case LM_REFUSE_KEY:
+		snprintf(c->err, sizeof(c->err), "the destination refused our key: give both "
+			 "ends the same --key file (or the key 'lm dest' printed)");
+		return -EACCES;
+	case LM_REFUSE_BUSY:
+		snprintf(c->err, sizeof(c->err), "the destination is busy with another "
+			 "migration");
+		return -EBUSY;
+	case LM_REFUSE_SIZE:
+		snprintf(c->err, sizeof(c->err), "the destination takes at most %llu bytes "
+			 "(its --max-size); this region is larger",
+			 (unsigned long long)r->max_size);
+		return -EFBIG;
+	case LM_REFUSE_MODE:
+		snprintf(c->err, sizeof(c->err), "the destination runs --mode %s",
+			 lm_mode_name(r->mode));
+		return -EINVAL;
+	default:
+		snprintf(c->err, sizeof(c->err), "the destination has no migration to rejoin "
+			 "(session unknown or over)");
+		return -ESRCH;
+	}
+}
+
+/* A frame of type want, or REFUSE turned into its -errno. */
+static int recv_or_refuse(struct lm_conn *c, const struct lm_geom *g, unsigned int want,
+			  struct lm_frame *f)
+{
+	int ret = lm_recv(c, g, f);
+
+	if (ret)
+		return ret;
+	if (f->h.type == LM_REFUSE)
+		return refused(c, f->fixed);
+	if (f->h.type != want) {
+		snprintf(c->err, sizeof(c->err), "%s connection: expected %s, got %s", c->name,
+			 lm_type_name(want), lm_type_name(f->h.type));
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
+		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
+		   struct lm_hello *hello)
+{
+	struct lm_challenge ch;
+	struct lm_auth a = { .kind = kind };
+	uint8_t want[LM_MACLEN];
+	struct lm_frame f;
+	int ret;
+
+	ret = recv_or_refuse(c, g ? g : &no_geom, LM_CHALLENGE, &f);
+	if (ret)
+		return ret;
+	ch = *(const struct lm_challenge *)f.fixed;
+	/* the destination may ask for verification too: HELLO says what we do */
+	if (ch.flags & LM_CHAL_VERIFY)
+		hello->verify = 1;
+	memcpy(a.session, session, LM_SESSION);
+	randombytes_buf(a.nonce, LM_NONCE);
+	src_mac(a.mac, key, &ch, &a);
+	ret = lm_send(c, LM_AUTH, 0, &a, NULL, 0);
+	/* read only once AUTH checks out; answered with AUTH_OK or REFUSE */
+	if (!ret)
+		ret = lm_send(c, LM_HELLO, kind == LM_AUTH_URGENT ||
+			      kind == LM_AUTH_REJOIN_URGENT ? LM_F_URGENT : 0, hello, NULL, 0);
+	if (!ret)
+		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
+	if (ret)
+		return ret;
+	dst_mac(want, key, &ch, &a);
+	if (sodium_memcmp(want, ((const struct lm_auth_ok *)f.fixed)->mac, LM_MACLEN)) {
+		snprintf(c->err, sizeof(c->err), "the destination did not prove the key: this "
+			 "is not our destination");
+		return -EACCES;
+	}
+	return 0;
+}
+
+int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
+		   struct lm_challenge *ch)
+{
+	uint8_t want[LM_MACLEN];
+	struct lm_frame f;
+	int ret;
+
+	*ch = (struct lm_challenge){ .version = LM_VERSION, .flags = flags };
+	randombytes_buf(ch->nonce, LM_NONCE);
+	ret = lm_send(c, LM_CHALLENGE, 0, ch, NULL, 0);
+	if (!ret)
+		ret = lm_recv(c, &no_geom, &f);
+	if (ret)
+		return ret;
+	if (f.h.type != LM_AUTH) {
+		snprintf(c->err, sizeof(c->err), "expected AUTH, got %s (not an lm source of "
+			 "this version, or no key)", lm_type_name(f.h.type));
+		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
+		return -EACCES;
+	}
+	*out = *(const struct lm_auth *)f.fixed;
+	src_mac(want, key, ch, out);
+	if (sodium_memcmp(want, out->mac, LM_MACLEN)) {
+		snprintf(c->err, sizeof(c->err), "wrong key");
+		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a)
+{
+	struct lm_auth_ok ok;
+
+	dst_mac(ok.mac, key, ch, a);
+	return lm_send(c, LM_AUTH_OK, 0, &ok, NULL, 0);
+}
+
+void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size)
+{
+	struct lm_refuse r = { .why = why, .mode = mode, .max_size = max_size };
+	char keep[sizeof(c->err)];
+
+	memcpy(keep, c->err, sizeof(keep));
+	lm_send(c, LM_REFUSE, 0, &r, NULL, 0);
+	memcpy(c->err, keep, sizeof(keep));
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A link cut from outside: a proxy between source and destination reads
+ * the frames going by and resets every connection at a chosen frame.  Cut
+ * mid-postcopy while both ends live, they rejoin with the same key and
+ * session and finish, every page verified.  Cut before the commit, the
+ * source resumes at home and the destination never runs on its own.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+#include <k513-test.h>
+
+#include "lm.h"
+#include "test-util.h"
+
+static char DERR[128], SERR[128];
+#define MAXP 8
+
+enum cut_at { CUT_PRECOPY, CUT_SWITCH, CUT_PUSH };
+
+struct leg {
+	int from, to;
+	uint8_t hdr[sizeof(struct lm_hdr)];
+	size_t hgot;
+	uint64_t left;		/* payload bytes of the current frame still to come */
+	bool cut_after;		/* cut when this frame is through */
+	bool parse;		/* source -> destination: read the frames */
+};
+
+struct proxy {
+	int lfd;
+	char dest[64];
+	enum cut_at at;
+	atomic_int stop, cuts;
+	struct leg leg[2 * MAXP];
+	int nleg;
+	pthread_t tid;
+};
+
+static int dial(const char *addr)
+{
+	return lm_connect(addr);
+}
+
+static void reset_all(struct proxy *p)
+{
+	struct linger l = { 1, 0 };
+
+	for (int i = 0; i < p->nleg; i++) {
+		if (p->leg[i].from < 0)
+			continue;
+		setsockopt(p->leg[i].from, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		close(p->leg[i].from);
+		p->leg[i].from = p->leg[i + (i % 2 ? -1 : 1)].to = -1;
+	}
+	p->nleg = 0;
+	atomic_fetch_add(&p->cuts, 1);
+}
+
+/* How many of the n bytes to pass before cutting; n when no cut. */
+static size_t scan(struct proxy *p, struct leg *g, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; ) {
+		if (g->left) {
+			size_t k = n - i < g->left ? n - i : (size_t)g->left;
+
+			g->left -= k;
+			i += k;
+			if (!g->left && g->cut_after)
+				return i;
+			continue;
+		}
+		g->hdr[g->hgot++] = b[i++];
+		if (g->hgot < sizeof(g->hdr))
+			continue;
+		g->hgot = 0;
+		{
+			struct lm_hdr h;
+
+			memcpy(&h, g->hdr, sizeof(h));
+			g->left = h.len;
+			if (atomic_load(&p->cuts))
+				continue;
+			if ((p->at == CUT_PUSH && h.type == LM_PAGES && (h.flags & LM_F_PUSH)) ||
+			    (p->at == CUT_PRECOPY && h.type == LM_PAGES))
+				return i;	/* mid-frame: the header goes, the rest not */
+			if (p->at == CUT_SWITCH && h.type == LM_SWITCH)
+				g->cut_after = true;
+		}
+	}
+	return n;
+}
+
+static void *proxy_main(void *arg)
+{
+	struct proxy *p = arg;
+	static uint8_t buf[1 << 16];
+
+	while (!atomic_load(&p->stop)) {
+		struct pollfd pf[1 + 2 * MAXP];
+		int n = 0;
+
+		pf[n++] = (struct pollfd){ .fd = p->lfd, .events = POLLIN };
+		for (int i = 0; i < p->nleg; i++)
+			pf[n++] = (struct pollfd){ .fd = p->leg[i].from, .events = POLLIN };
+		if (poll(pf, (nfds_t)n, 50) <= 0)
+			continue;
+		if ((pf[0].revents & POLLIN) && p->nleg + 2 <= 2 * MAXP) {
+			int c = accept(p->lfd, NULL, NULL), d = c >= 0 ? dial(p->dest) : -1;
+
+			if (c >= 0 && d >= 0) {
+				p->leg[p->nleg++] = (struct leg){ .from = c, .to = d, .parse = true };
+				p->leg[p->nleg++] = (struct leg){ .from = d, .to = c };
+				continue;
+			}
+			if (c >= 0)
+				close(c);
+		}
+		for (int i = 0; i < p->nleg; i++) {
+			struct leg *g = &p->leg[i];
+			ssize_t r;
+			size_t pass;
+
+			if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = read(g->from, buf, sizeof(buf));
+			if (r <= 0) {
+				/* one end closed: close the pair */
+				int o = i + (i % 2 ? -1 : 1);
+
+				shutdown(p->leg[o].from, SHUT_RDWR);
+				shutdown(g->to, SHUT_WR);
+				continue;
+			}
+			pass = g->parse ? scan(p, g, buf, (size_t)r) : (size_t)r;
+			if (pass && write(g->to, buf, pass) != (ssize_t)pass)
+				continue;
+			if (pass < (size_t)r || (g->cut_after && !g->left)) {
+				g->cut_after = false;
+				reset_all(p);
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void proxy_start(struct proxy *p, const char *dest, enum cut_at at, char *addr,
+			size_t alen)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->dest, sizeof(p->dest), "%s", dest);
+	p->at = at;
+	p->lfd = lmt_listener(addr, alen);
+	assert_int_equal(pthread_create(&p->tid, NULL, proxy_main, p), 0);
+}
+
+static void proxy_stop(struct proxy *p)
+{
+	atomic_store(&p->stop, 1);
+	pthread_join(p->tid, NULL);
+	for (int i = 0; i < p->nleg; i++)
+		if (p->leg[i].from >= 0)
+			close(p->leg[i].from);
+	close(p->lfd);
+}
+
+/* dest behind the proxy; both exit statuses */
+static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
+{
+	char daddr[64], paddr[64], lfd_s[16];
+	int lfd = lmt_listener(daddr, sizeof(daddr));
+	struct proxy p;
+	pid_t d, s;
+
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	snprintf(DERR, sizeof(DERR), "/tmp/lm-rejoin-%s-%d-dest.err", mode, (int)at);
+	snprintf(SERR, sizeof(SERR), "/tmp/lm-rejoin-%s-%d-src.err", mode, (int)at);
+	{
+		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
+				     "--verify", "--timeout", "3000", "--size", "4M", NULL };
+
+		d = lmt_spawn(DERR, NULL, da);
+	}
+	close(lfd);
+	proxy_start(&p, daddr, at, paddr, sizeof(paddr));
+	{
+		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
+				     "--verify", "--timeout", "3000", "--size", "4M", "--stale", "0.3",
+				     "--bandwidth", "100M", "--precopy", "0.2", "--after", "0.3",
+				     "--rounds", "2", NULL };
+
+		s = lmt_spawn(SERR, NULL, sa);
+	}
+	*src_rc = lmt_status(s);
+	*dst_rc = lmt_status(d);
+	print_message("# cut %d time(s); source %d, destination %d\n", atomic_load(&p.cuts),
+		      *src_rc, *dst_rc);
+	assert_int_equal(atomic_load(&p.cuts), 1);
+	proxy_stop(&p);
+}
+
+static void cut_mid_postcopy(const char *mode)
+{
+	int s, d;
+
+	cut(mode, CUT_PUSH, &s, &d);
+	assert_true(lmt_file_has(DERR, "the source rejoined"));
+	assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_int_equal(s, LM_EXIT_OK);
+}
+
+static void test_cut_postcopy_minor(void **state)
+{
+	(void)state;
+	cut_mid_postcopy("minor");
+}
+
+static void test_cut_postcopy_missing(void **state)
+{
+	(void)state;
+	cut_mid_postcopy("postcopy-missing");
+}
+
+/* At SWITCH: not committed; the source resumes, the destination stops. */
+static void test_cut_at_switch(void **state)
+{
+	int s, d;
+
+	(void)state;
+	cut("minor", CUT_SWITCH, &s, &d);
+	assert_int_equal(s, LM_EXIT_ABORTED);
+	assert_true(d == LM_EXIT_PEER_LOST || d == LM_EXIT_SOURCE_LOST);
+	assert_false(lmt_file_has(DERR, "VERIFY"));
+}
+
+static void test_cut_precopy(void **state)
+{
+	int s, d;
+
+	(void)state;
+	cut("minor", CUT_PRECOPY, &s, &d);
+	assert_int_equal(s, LM_EXIT_ABORTED);
+	assert_int_equal(d, LM_EXIT_PEER_LOST);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cut_postcopy_minor),
+		cmocka_unit_test(test_cut_postcopy_missing),
+		cmocka_unit_test(test_cut_at_switch),
+		cmocka_unit_test(test_cut_precopy),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* What lm's end-to-end tests share. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "lm.h"
+#include "test-util.h"
+
+int lmt_listener(char *addr, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args)
+{
+	pid_t pid;
+	char *argv[48];
+	int n = 0;
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	alarm(LM_TEST_DEADLINE);
+	if (errfile && !freopen(errfile, "w", stderr))
+		_exit(100);
+	setvbuf(stderr, NULL, _IONBF, 0);	/* freopen made it buffered */
+	if (!freopen(outfile ? outfile : "/dev/null", "w", stdout))
+		_exit(100);
+	argv[n++] = "lm";
+	while (*args && n < 47)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	n = lm_main(n, argv);
+	fflush(NULL);
+	_exit(n);
+}
+
+int lmt_status(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+bool lmt_file_has(const char *path, const char *word)
+{
+	char buf[16384] = { 0 };
+	FILE *f = fopen(path, "r");
+	bool found;
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	found = strstr(buf, word) != NULL;
+	if (!found)
+		print_message("# %s lacks '%s':\n%s\n", path, word ? word : "", buf);
+	return found;
+}
+
+bool lmt_wait_for(const char *path, const char *word, double seconds)
+{
+	double end = lmt_now() + seconds;
+
+	while (lmt_now() < end) {
+		char buf[16384] = { 0 };
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if (strstr(buf, word))
+			return true;
+		usleep(20000);
+	}
+	return lmt_file_has(path, word);
+}
+
+bool lmt_has_region(pid_t pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "memfd:") || strstr(line, "/dev/hugepages"))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+const char *lmt_key(void)
+{
+	static char path[64];
+
+	if (!path[0]) {
+		const char *args[] = { "keygen", path, NULL };
+
+		snprintf(path, sizeof(path), "/tmp/lm-test-%d.key", (int)getpid());
+		unlink(path);
+		assert_int_equal(lmt_status(lmt_spawn(NULL, NULL, args)), 0);
+	}
+	return path;
+}
+
+double lmt_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What lm's end-to-end tests share: lm in a child, a listener, its logs. */
+#ifndef LM_TEST_UTIL_H
+#define LM_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Every child dies after this: a test never hangs. */
+#define LM_TEST_DEADLINE 90
+
+/* A listening socket on 127.0.0.1, its "127.0.0.1:PORT" in addr. */
+int lmt_listener(char *addr, size_t len);
+/* lm ARGS... in a child; stderr to errfile, stdout to outfile (or /dev/null). */
+pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args);
+/* Its exit status, 128 + N when killed by signal N. */
+int lmt_status(pid_t pid);
+/* Whether path contains word; prints the file when not. */
+bool lmt_file_has(const char *path, const char *word);
+/* Wait up to seconds for word to appear in path. */
+bool lmt_wait_for(const char *path, const char *word, double seconds);
+/* Whether pid maps a region (a memfd or a hugetlbfs file): allocated anything? */
+bool lmt_has_region(pid_t pid);
+/* A key file for both ends (lm keygen), made once per test program. */
+const char *lmt_key(void);
+double lmt_now(void);
+
+#endif
