@@ -61,13 +61,18 @@ enum fw_decode_ret fw_decode(const void *buf, size_t len, size_t *off,
 		return FW_DECODE_END;
 	/* Events are 4-byte aligned but the mask is a u64: copy, don't cast. */
 	memcpy(md, p, sizeof(*md));
-	if (md->event_len < sizeof(*md) || md->event_len > left) {
+	/*
+	 * The kernel pads events and their records to 4 bytes
+	 * (FANOTIFY_EVENT_ALIGN); anything else is not an event, and refusing
+	 * it keeps every record and handle we hand out 4-byte aligned.
+	 */
+	if (md->event_len < sizeof(*md) || md->event_len > left || md->event_len % 4) {
 		*off = len;	/* cannot find the next event: drop the rest */
 		return FW_DECODE_BAD;
 	}
 	*off += md->event_len;
 	if (md->vers != FW_METADATA_VERSION || md->metadata_len < sizeof(*md) ||
-	    md->metadata_len > md->event_len)
+	    md->metadata_len > md->event_len || md->metadata_len % 4)
 		return FW_DECODE_BAD;
 
 	memset(ev, 0, sizeof(*ev));
@@ -81,7 +86,7 @@ enum fw_decode_ret fw_decode(const void *buf, size_t len, size_t *off,
 	for (pos = md->metadata_len; pos + sizeof(struct fw_info_header) <= md->event_len;) {
 		const struct fw_info_header *hdr = (const void *)(p + pos);
 
-		if (hdr->len < sizeof(*hdr) || pos + hdr->len > md->event_len)
+		if (hdr->len < sizeof(*hdr) || hdr->len % 4 || pos + hdr->len > md->event_len)
 			return FW_DECODE_BAD;
 		if (parse_record(p + pos, hdr->len, ev) < 0)
 			return FW_DECODE_BAD;
