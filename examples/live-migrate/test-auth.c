@@ -102,6 +102,7 @@ static void test_no_key(void **state)
 	assert_int_equal(lmt_status(source(SERR, NULL, "4M", "0.1")), LM_EXIT_USAGE);
 	assert_true(lmt_file_has(SERR, "--key FILE is needed"));
 	assert_false(lmt_has_region(d));
+	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
 	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
 }
@@ -157,6 +158,7 @@ static void test_max_size(void **state)
 	assert_true(lmt_file_has(SERR, "takes at most 4194304 bytes"));
 	assert_true(lmt_wait_for(DERR, "more than this destination's --max-size", 5));
 	assert_false(lmt_has_region(d));
+	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
 	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
 }
@@ -169,6 +171,7 @@ static void test_max_size_option(void **state)
 	assert_int_equal(lmt_status(source(SERR, lmt_key(), "4M", "0.1")), LM_EXIT_USAGE);
 	assert_true(lmt_file_has(SERR, "takes at most 2097152 bytes"));
 	assert_false(lmt_has_region(d));
+	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
 	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
 }

@@ -284,7 +284,7 @@ static void test_sigint_dest_waiting(void **state)
 	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
 	d = lmt_spawn(DERR, NULL, da);
 	close(lfd);
-	usleep(300000);
+	assert_true(lmt_wait_catching(d, 10));
 	t0 = lmt_now();
 	kill(d, SIGINT);
 	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);

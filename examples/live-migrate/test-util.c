@@ -141,3 +141,30 @@ double lmt_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+/*
+ * A signal sent before the program installed its handler kills it instead:
+ * a test that interrupts a freshly spawned lm waits for SigCgt to show it.
+ */
+bool lmt_wait_catching(pid_t pid, double seconds)
+{
+	char path[64], line[256];
+	unsigned long long caught;
+	int tries = (int)(seconds * 100);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	while (tries-- > 0) {
+		f = fopen(path, "r");
+		caught = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigCgt: %llx", &caught) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (caught & (1ull << (SIGTERM - 1)))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}

@@ -22,6 +22,8 @@ bool lmt_file_has(const char *path, const char *word);
 bool lmt_wait_for(const char *path, const char *word, double seconds);
 /* Whether pid maps a region (a memfd or a hugetlbfs file): allocated anything? */
 bool lmt_has_region(pid_t pid);
+/* wait until pid catches SIGTERM (its handlers are in place); false after seconds */
+bool lmt_wait_catching(pid_t pid, double seconds);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
 double lmt_now(void);
