@@ -106,9 +106,11 @@ is_cross() { [ "$K513_ARCH" != "$(uname -m | sed 's/^aarch64$/arm64/')" ]; }
 # replace the host's) into a sysroot in the cache. Prints the sysroot.
 # apt runs with its own lists and status in the cache, so the host's dpkg
 # architectures and package state are left alone.
-K513_SYSROOT_PACKAGES=(busybox-static libcmocka0 libcmocka-dev)
+# libsodium: lm's handshake. The sysroot is cached by its package list.
+K513_SYSROOT_PACKAGES=(busybox-static libcmocka0 libcmocka-dev libsodium23 libsodium-dev)
 foreign_sysroot() {
-	local arch=$1 dir=$K513_CACHE/sysroot/$1 apt deb p
+	local arch=$1 dir apt deb p
+	dir=$K513_CACHE/sysroot/$arch-$(echo "${K513_SYSROOT_PACKAGES[*]}" | sha256sum | cut -c1-12)
 	[ -e "$dir/.complete" ] && { echo "$dir/root"; return 0; }
 	[ "$(id -u)" -eq 0 ] ||
 		die "the $arch sysroot ($dir) is not there yet: run once as root to fetch" \
