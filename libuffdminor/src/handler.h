@@ -65,6 +65,12 @@ struct hthread *uffdm__current(const struct uffdm_handler *h);
 void uffdm__serve_event(struct hthread *t, const struct uffdm_event *ev);
 
 /* pagestate.c */
+/*
+ * Tests only (test-zaprace.c links the static library; the shared one does
+ * not export it): called between a run's "filled" and its mapping, the
+ * window a zap can fall into.
+ */
+extern void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t len);
 void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev);
 void uffdm__fail_outside(struct hthread *t, uint64_t addr);
 void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r);

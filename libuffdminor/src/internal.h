@@ -39,11 +39,14 @@ struct uffdm_region {
 	uint32_t *pstate;
 	struct uffdm_handler *handler;	/* serving it, or NULL */
 	/*
-	 * Held by discard/zap across the generation change and the unmap, so
-	 * that a late duplicate fault cannot map a page again in between
-	 * (the handler only tries it: it never waits for a zap).
+	 * Written by discard/zap across the generation change and the unmap;
+	 * read by whoever maps a page (pagestate.c), who checks the page's
+	 * generation under it, so no CONTINUE can map a page again after a
+	 * zap emptied it.  The handler only tries it, reading events in
+	 * between: a zap may be waiting for it to read its REMOVE event.
 	 */
-	pthread_mutex_t zap_lock;
+	pthread_rwlock_t zap_lock;
+	bool lock_init;
 	/*
 	 * The UFFD_FEATURE_SIGBUS descriptor failed pages of the local view
 	 * are moved to: owned by the region so they keep failing after the

@@ -285,26 +285,79 @@ static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_
 	}
 }
 
-/* An owned run is right in the backing view: map it, or fail it when that fails. */
+void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t len);
+
+/* Page i of the run at off is still filled in generation gen[i]. */
+static bool current(const struct uffdm_region *r, size_t off, size_t i, const uint32_t *gen)
+{
+	uint32_t w = __atomic_load_n(word(r, off + i * r->page), __ATOMIC_ACQUIRE);
+
+	return w == (gen[i] | UFFDM_PAGE_FILLED);
+}
+
 /*
- * Filled before mapped: the content is final once the filler is done, and
- * a thread woken by the CONTINUE then finds its page filled.  A message
- * read in between maps the page itself (CONTINUE on a mapped page is
- * EEXIST, which wakes).
+ * Map the pages of [off, off+len) still filled in their generation gen[i]
+ * and only wake the others.  A zap or discard that started a new
+ * generation since they were filled has emptied and unmapped them; mapping
+ * one again would let threads write a page the new generation's fill then
+ * overwrites, or skip that fill.  The generation is checked under the read
+ * side of zap_lock, which zap and discard hold for writing across the
+ * change and the unmap; a page it emptied is only woken, and its threads
+ * fault again, into the new generation.  Pages mapped, or the kernel's
+ * error.
+ */
+static ssize_t map_current(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
+			   const uint32_t *gen)
+{
+	struct uffdm *u = s->t->h->u;
+	size_t n = len / r->page, mapped = 0;
+	int ret = 0;
+
+	/*
+	 * A zap holding it may wait for its REMOVE event to be read: read
+	 * pending events as on EAGAIN (faults read meanwhile are parked).
+	 */
+	while (pthread_rwlock_tryrdlock(&r->zap_lock))
+		svc_drain(s);
+	for (size_t i = 0, j; i < n && !ret; i = j) {
+		bool cur = current(r, off, i, gen);
+
+		for (j = i + 1; j < n && current(r, off, j, gen) == cur; j++)
+			;
+		if (!cur) {
+			uffdm_wake(u, uaddr(r, off + i * r->page), (j - i) * r->page);
+			continue;
+		}
+		ret = map_run(s, r, off + i * r->page, (j - i) * r->page);
+		if (!ret)
+			mapped += j - i;
+	}
+	pthread_rwlock_unlock(&r->zap_lock);
+	return ret ? ret : (ssize_t)mapped;
+}
+
+/*
+ * An owned run is right in the backing view: filled, then mapped (or
+ * failed when mapping fails).  Filled first: the content is final once the
+ * filler is done, and a thread woken by the CONTINUE then finds its page
+ * filled.  A message read in between maps the page itself (CONTINUE on a
+ * mapped page is EEXIST, which wakes).
  */
 static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
 		      const uint32_t *gen, bool wp)
 {
-	int ret;
+	ssize_t done;
 
 	settle(r, off, len, gen, UFFDM_PAGE_FILLED, false);
-	ret = wp ? unprotect(s, r, off, len) : map_run(s, r, off, len);
-	if (ret) {
+	if (uffdm__test_after_fill)
+		uffdm__test_after_fill(r, off, len);
+	done = wp ? unprotect(s, r, off, len) : map_current(s, r, off, len, gen);
+	if (done < 0) {
 		fail_run(s, r, off, len, wp);
 		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
-		return ret;
+		return (int)done;
 	}
-	uffdm__count(s->t, C_RESOLVED, len / r->page);
+	uffdm__count(s->t, C_RESOLVED, wp ? len / r->page : (size_t)done);
 	return 0;
 }
 
@@ -341,10 +394,10 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 {
 	size_t off = (size_t)(ev->addr - r->uaddr) & ~(r->page - 1);
 	bool wp = ev->kind == UFFDM_EVENT_WP;
-	uint32_t *w = word(r, off), old;
+	uint32_t *w = word(r, off), old, gen;
 	struct hthread *t = sv->t;
 	struct svc *s = sv;
-	int ret;
+	ssize_t done;
 
 	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 	for (;;) {
@@ -357,28 +410,16 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 		case UFFDM_PAGE_FILLED:
 			/*
 			 * A late duplicate (or unmapped behind our back): map or
-			 * unprotect, no callback.  Not while a zap runs: it may have
-			 * made the page empty and unmapped it, and mapping it again
-			 * would let threads write a page a fill then overwrites; then
-			 * only wake, and the thread faults into the new generation.
+			 * unprotect, no callback; map_current() only wakes if a
+			 * zap made the page empty meanwhile.
 			 */
 			uffdm__count(t, C_DUP, 1);
-			if (!wp && pthread_mutex_trylock(&r->zap_lock)) {
-				uffdm_wake(t->h->u, uaddr(r, off), r->page);
-				return;
-			}
-			if (!wp && __atomic_load_n(w, __ATOMIC_ACQUIRE) != old) {
-				pthread_mutex_unlock(&r->zap_lock);
-				uffdm_wake(t->h->u, uaddr(r, off), r->page);
-				return;
-			}
-			ret = wp ? unprotect(s, r, off, r->page) : map_run(s, r, off, r->page);
-			if (!wp)
-				pthread_mutex_unlock(&r->zap_lock);
-			if (ret)
+			gen = GEN(old);
+			done = wp ? unprotect(s, r, off, r->page) : map_current(s, r, off, r->page, &gen);
+			if (done < 0)
 				fail_run(s, r, off, r->page, wp);
 			else
-				uffdm__count(t, C_RESOLVED, 1);
+				uffdm__count(t, C_RESOLVED, wp ? 1 : (size_t)done);
 			return;
 		case UFFDM_PAGE_FAILED:
 			/* Queued before the failure; the failure woke it into SIGBUS already. */

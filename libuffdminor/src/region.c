@@ -67,16 +67,33 @@ static void *map_shared(int fd, size_t size)
 /* One state word per page, all empty in generation 0. */
 int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr)
 {
+	pthread_rwlockattr_t a;
+
 	r->uaddr = uaddr;
 	r->pstate = calloc(r->size / r->page, sizeof(*r->pstate));
-	pthread_mutex_init(&r->zap_lock, NULL);
-	return r->pstate ? 0 : -ENOMEM;
+	if (!r->pstate)
+		return -ENOMEM;
+	/*
+	 * Writers first: a zap must not wait behind a stream of mappers; a
+	 * mapper that finds one waiting reads events until it is through.
+	 */
+	pthread_rwlockattr_init(&a);
+#ifdef __GLIBC__
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+	pthread_rwlock_init(&r->zap_lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	r->lock_init = true;
+	return 0;
 }
 
 void uffdm__region_fini_state(struct uffdm_region *r)
 {
 	free(r->pstate);
 	r->pstate = NULL;
+	if (r->lock_init)
+		pthread_rwlock_destroy(&r->zap_lock);
+	r->lock_init = false;
 	uffdm_close(r->sigbus);
 	r->sigbus = NULL;
 }
@@ -224,11 +241,11 @@ static int falloc(struct uffdm_region *r, int mode, size_t off, size_t len)
 
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&r->zap_lock);
+	pthread_rwlock_wrlock(&r->zap_lock);
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		advance_generation(r, off, len);
 	ret = fallocate(r->fd, mode, r->offset + (off_t)off, (off_t)len) < 0 ? -errno : 0;
-	pthread_mutex_unlock(&r->zap_lock);
+	pthread_rwlock_unlock(&r->zap_lock);
 	return ret;
 }
 
@@ -257,9 +274,9 @@ int uffdm_region_zap(struct uffdm_region *r, size_t off, size_t len)
 		return ret;
 	if (!r->view)	/* a view in another process: zap it there */
 		return -EOPNOTSUPP;
-	pthread_mutex_lock(&r->zap_lock);
+	pthread_rwlock_wrlock(&r->zap_lock);
 	advance_generation(r, off, len);
 	ret = madvise((char *)r->view + off, len, MADV_DONTNEED) < 0 ? -errno : 0;
-	pthread_mutex_unlock(&r->zap_lock);
+	pthread_rwlock_unlock(&r->zap_lock);
 	return ret;
 }

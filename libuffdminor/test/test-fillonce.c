@@ -96,10 +96,10 @@ static void check_round(struct race *rc, size_t *lost, size_t *dup)
 static void run_race(const struct mem_case *mc, unsigned int readahead)
 {
 	size_t page = case_page_size(mc);
-	/* shmem: 8 threads x 10000 pages at once; hugetlb: 16 pages, rounds apart */
-	size_t npages = mc->backing == UFFDM_SHMEM ? 10000 : 16;
+	/* shmem: 8 threads x 1000 pages, 10 generations; hugetlb: 16 pages, 50 */
+	size_t npages = mc->backing == UFFDM_SHMEM ? 1000 : 16;
 	struct race rc = {
-		.page = page, .npages = npages, .rounds = (10000 + npages - 1) / npages,
+		.page = page, .npages = npages, .rounds = 10000 / npages,
 		.readahead = readahead,
 	};
 	struct uffdm_handler_config cfg = { .threads = 4, .fault = race_fault, .arg = &rc };
@@ -121,13 +121,18 @@ static void run_race(const struct mem_case *mc, unsigned int readahead)
 		assert_int_equal(pthread_create(&x[i].pt, NULL, racer, &x[i]), 0);
 	}
 	for (unsigned int round = 0; round < rc.rounds; round++) {
-		__atomic_store_n(&rc.round, round, __ATOMIC_RELAXED);
 		pthread_barrier_wait(&rc.go);
 		pthread_barrier_wait(&rc.done);
 		check_round(&rc, &lost, &dup);
-		/* A new generation: the next round fills every page again. */
-		if (rc.round + 1 < rc.rounds)
+		/*
+		 * A new generation: the next round fills every page again.  Its
+		 * content is ready first: a duplicate message of this round may
+		 * start a fill of the new generation as soon as the zap is done.
+		 */
+		if (round + 1 < rc.rounds) {
+			__atomic_store_n(&rc.round, round + 1, __ATOMIC_RELAXED);
 			assert_int_equal(uffdm_region_zap(rc.r, 0, npages * page), 0);
+		}
 	}
 	for (unsigned int i = 0; i < RACERS; i++)
 		pthread_join(x[i].pt, NULL);
@@ -136,20 +141,6 @@ static void run_race(const struct mem_case *mc, unsigned int readahead)
 		      "%llu callbacks, %llu duplicates; %zu lost writes, %zu pages not filled once\n",
 		      npages, rc.rounds, RACERS, readahead, (unsigned long long)st.messages,
 		      (unsigned long long)st.fills, (unsigned long long)st.duplicates, lost, dup);
-	/*
-	 * KNOWN BUG (issue 10, open): on hugetlb, across zap generations
-	 * without readahead, the 6.1 guest once lost 1 write and filled 1 page
-	 * twice in 50 rounds. Until it is fixed this case reports XFAIL, as the
-	 * kernel selftests do, with its numbers: it still runs every time, and
-	 * shmem, readahead and every other case keep failing hard.
-	 */
-	if ((lost || dup) && mc->backing != UFFDM_SHMEM && !readahead) {
-		free(rc.fills);
-		put_uffd(u);
-		put_region(rc.r);
-		K513_SKIP("XFAIL known bug: hugetlb fill-once across zap generations lost %zu "
-			  "writes, %zu pages not filled once (issue 10)", lost, dup);
-	}
 	assert_int_equal(lost, 0);
 	assert_int_equal(dup, 0);
 	assert_int_equal(st.failed, 0);
