@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -391,6 +392,23 @@ static void handler_free(struct uffdm_handler *h)
 	free(h);
 }
 
+/*
+ * The library's threads take none of the application's signals: a
+ * process-directed SIGINT or SIGALRM goes to a thread of the application,
+ * whose handler may expect to run there (and to interrupt its own calls).
+ */
+int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(tid, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
 			const struct uffdm_handler_config *cfg)
 {
@@ -426,7 +444,7 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	}
 	for (unsigned int i = 0; !ret && i < cfg->threads; i++) {
 		h->th[i].h = h;
-		ret = -pthread_create(&h->th[i].tid, NULL, handler_thread, &h->th[i]);
+		ret = uffdm__thread_start(&h->th[i].tid, handler_thread, &h->th[i]);
 		if (!ret)
 			h->started++;
 	}

@@ -85,6 +85,9 @@ int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
  */
 int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
+/* handler.c: a library thread, with every signal blocked */
+int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
+
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);
 

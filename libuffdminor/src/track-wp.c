@@ -148,7 +148,7 @@ static int wp_arm(struct uffdm_tracker *t)
 	if (!ret)
 		ret = protect(t, t->view, t->size, true);
 	if (!ret)
-		ret = -pthread_create(&t->wp->tid, NULL, wp_thread, t);
+		ret = uffdm__thread_start(&t->wp->tid, wp_thread, t);
 	if (!ret)
 		t->wp->running = true;
 	return ret;
