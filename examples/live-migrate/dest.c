@@ -535,7 +535,7 @@ static int rejoin(struct dst *d)
 	ret = send_need(d);
 	if (ret)
 		return ret;
-	if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+	if (lm_thread_start(&d->urg_tid, urgent_rx, d))
 		return -EAGAIN;
 	d->urg_running = true;
 	d->rejoins++;
@@ -560,7 +560,7 @@ static int receive_postcopy(struct dst *d)
 			wake_all(d);
 			if ((f.h.flags & LM_F_LAST) && d->o->mode == LM_MODE_MINOR &&
 			    !d->walk_running) {
-				if (pthread_create(&d->walk_tid, NULL, walker, d))
+				if (lm_thread_start(&d->walk_tid, walker, d))
 					return -EAGAIN;
 				d->walk_running = true;
 			}
@@ -615,7 +615,7 @@ static int start_missing(struct dst *d)
 	if (!ret)
 		ret = uffdm_region_register(d->u, d->r, UFFDM_REGISTER_MISSING |
 					    UFFDM_REGISTER_NO_MINOR, NULL);
-	if (!ret && pthread_create(&d->fault_tid, NULL, missing_faults, d))
+	if (!ret && lm_thread_start(&d->fault_tid, missing_faults, d))
 		ret = -EAGAIN;
 	if (!ret)
 		d->fault_running = true;
@@ -636,7 +636,7 @@ static int prepare_postcopy(struct dst *d)
 	if (d->o->mode == LM_MODE_MISSING)
 		ret = start_missing(d);
 	if (!ret && d->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&d->urg_tid, NULL, urgent_rx, d))
+		if (lm_thread_start(&d->urg_tid, urgent_rx, d))
 			return -EAGAIN;
 		d->urg_running = true;
 	}
@@ -983,7 +983,7 @@ static int start_sampler(struct dst *d)
 	d->rate_log = fopen(path, "w");
 	if (!d->rate_log)
 		return -errno;
-	if (pthread_create(&d->sample_tid, NULL, rate_sampler, d))
+	if (lm_thread_start(&d->sample_tid, rate_sampler, d))
 		return -EAGAIN;
 	d->sample_running = true;
 	return 0;

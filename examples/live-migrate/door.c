@@ -270,7 +270,7 @@ static void *doorman(void *p)
 
 int lm_door_start(struct lm_door *door)
 {
-	if (pthread_create(&door->tid, NULL, doorman, door))
+	if (lm_thread_start(&door->tid, doorman, door))
 		return -EAGAIN;
 	door->running = true;
 	return 0;

@@ -313,6 +313,27 @@ void lm_catch_interrupts(void)
 }
 
 /*
+ * Every thread but the main one is started with SIGINT and SIGTERM blocked,
+ * so an interrupt is handled by the main thread, on its way back from the
+ * call it interrupted: it sees lm_interrupted at its next check, not at
+ * some other thread's (the tests stop a side, interrupt it and continue it,
+ * and expect that interrupt to count where it stopped).
+ */
+int lm_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	sigset_t mask, old;
+	int ret;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	ret = pthread_create(tid, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret ? -ret : 0;
+}
+
+/*
  * poll one fd in slices of 100 ms, so an interrupt is seen whichever thread
  * took the signal: 1 ready, 0 timed out (timeout_ms <= 0: never),
  * -ECANCELED interrupted.

@@ -234,6 +234,7 @@ struct lm_conn {
 extern volatile sig_atomic_t lm_interrupted;	/* SIGINT/SIGTERM before the commit */
 extern volatile sig_atomic_t lm_committed;	/* past it, an interrupt only warns */
 void lm_catch_interrupts(void);
+int lm_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
 int lm_wait_fd(int fd, short events, int timeout_ms);
 uint64_t lm_now_ns(void);
 /* A line in the kernel's trace buffer when LM_TRACE names trace_marker: lets

@@ -506,7 +506,7 @@ static int rejoin(struct src *s)
 		return ret;
 	}
 	s->urg.timeout_ms = 0;
-	if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+	if (lm_thread_start(&s->urg_tid, urgent_server, s))
 		return -EAGAIN;
 	s->urg_running = true;
 	s->rejoins++;
@@ -557,7 +557,7 @@ static int switch_over(struct src *s)
 	if (ret)
 		return ret;
 	if (s->o->mode != LM_MODE_STOPCOPY) {
-		if (pthread_create(&s->urg_tid, NULL, urgent_server, s))
+		if (lm_thread_start(&s->urg_tid, urgent_server, s))
 			return -EAGAIN;
 		s->urg_running = true;
 	}

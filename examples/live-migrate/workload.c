@@ -185,11 +185,11 @@ static int spawn(struct workload *w)
 	sigaction(SIGBUS, &sa, NULL);
 	for (unsigned int t = 0; t < w->n; t++) {
 		wl_args[t] = (struct wl_arg){ w, t };
-		ret = pthread_create(&w->tid[t], NULL, wl_thread, &wl_args[t]);
+		ret = lm_thread_start(&w->tid[t], wl_thread, &wl_args[t]);
 		if (ret) {
 			w->n = t;
 			wl_stop(w);
-			return -ret;
+			return ret;
 		}
 	}
 	w->running = true;
