@@ -20,10 +20,10 @@
 #include "lm.h"
 #include "test-util.h"
 
-#define ERR "/tmp/lm-args.err"
-#define OUT "/tmp/lm-args.out"
-#define DERR "/tmp/lm-args-dest.err"
-#define DOUT "/tmp/lm-args-dest.out"
+#define ERR lmt_path("args.err")
+#define OUT lmt_path("args.out")
+#define DERR lmt_path("args-dest.err")
+#define DOUT lmt_path("args-dest.out")
 
 static void refused(const char *opt, const char *val, const char *word)
 {

@@ -24,9 +24,9 @@
 #include "lm.h"
 #include "test-util.h"
 
-#define DERR "/tmp/lm-auth-dest.err"
-#define SERR "/tmp/lm-auth-src.err"
-#define SERR2 "/tmp/lm-auth-src2.err"
+#define DERR lmt_path("auth-dest.err")
+#define SERR lmt_path("auth-src.err")
+#define SERR2 lmt_path("auth-src2.err")
 
 static char addr[64], lfd_s[16];
 
@@ -71,7 +71,7 @@ static pid_t source_loud(const char *err, const char *key, const char *size, con
 
 static const char *other_key(void)
 {
-	static const char *path = "/tmp/lm-auth-other.key";
+	const char *path = lmt_path("auth-other.key");
 	const char *args[] = { "keygen", path, NULL };
 
 	unlink(path);
@@ -109,7 +109,7 @@ static void test_no_key(void **state)
 
 static void test_bad_key_file(void **state)
 {
-	const char *path = "/tmp/lm-auth-bad.key";
+	const char *path = lmt_path("auth-bad.key");
 	FILE *f = fopen(path, "w");
 	const char *args[] = { "dest", "--key", path, NULL };
 
@@ -125,7 +125,7 @@ static void test_bad_key_file(void **state)
 static void test_printed_key(void **state)
 {
 	char buf[4096] = { 0 }, *p;
-	const char *path = "/tmp/lm-auth-printed.key";
+	const char *path = lmt_path("auth-printed.key");
 	pid_t d = dest(NULL, NULL, NULL);
 	FILE *f;
 

@@ -49,9 +49,9 @@ static void migrate(const char *mode, const char *track, const char *src_inject,
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--mode", mode, "--verify",
 				     "--inject", src_inj, "--track", track, COMMON, NULL };
 
-		d = lmt_spawn("/tmp/lm-test-dest.err", "/tmp/lm-test-dest.out", da);
+		d = lmt_spawn(lmt_path("test-dest.err"), lmt_path("test-dest.out"), da);
 		close(lfd);
-		s = lmt_spawn("/tmp/lm-test-src.err", NULL, sa);
+		s = lmt_spawn(lmt_path("test-src.err"), NULL, sa);
 	}
 	*src_rc = lmt_status(s);
 	*dst_rc = lmt_status(d);
@@ -87,7 +87,7 @@ static void test_minor_uffd_wp(void **state)
 	migrate("minor", "uffd-wp", NULL, NULL, &s, &d);
 	assert_int_equal(d, LM_EXIT_OK);
 	assert_int_equal(s, LM_EXIT_OK);
-	assert_true(lmt_file_has("/tmp/lm-test-dest.out", "dirty tracking       uffd-wp"));
+	assert_true(lmt_file_has(lmt_path("test-dest.out"), "dirty tracking       uffd-wp"));
 }
 
 /* 2 MiB pages: one stale record makes a whole huge page stale. */
@@ -108,13 +108,13 @@ static void minor_hugetlb(const char *track)
 				     "--size", "8M", "--stale", "0.3", "--precopy", "0.2",
 				     "--after", "0.3", "--track", track, "-q", NULL };
 
-		dp = lmt_spawn("/tmp/lm-test-dest.err", "/tmp/lm-test-dest.out", da);
+		dp = lmt_spawn(lmt_path("test-dest.err"), lmt_path("test-dest.out"), da);
 		close(lfd);
-		sp = lmt_spawn("/tmp/lm-test-src.err", NULL, sa);
+		sp = lmt_spawn(lmt_path("test-src.err"), NULL, sa);
 	}
 	s = lmt_status(sp);
 	d = lmt_status(dp);
-	if (s == LM_EXIT_USAGE && lmt_file_has("/tmp/lm-test-src.err", "Cannot allocate"))
+	if (s == LM_EXIT_USAGE && lmt_file_has(lmt_path("test-src.err"), "Cannot allocate"))
 		K513_SKIP("no free huge pages");
 	assert_int_equal(s, LM_EXIT_OK);
 	assert_int_equal(d, LM_EXIT_OK);
@@ -132,7 +132,7 @@ static void test_minor_hugetlb_uffd_wp(void **state)
 	(void)state;
 	skip_without_uffd_wp();
 	minor_hugetlb("uffd-wp");
-	assert_true(lmt_file_has("/tmp/lm-test-dest.out", "dirty tracking       uffd-wp"));
+	assert_true(lmt_file_has(lmt_path("test-dest.out"), "dirty tracking       uffd-wp"));
 }
 static void test_stopcopy(void **state) { (void)state; test_mode("stop-copy"); }
 static void test_missing(void **state) { (void)state; test_mode("postcopy-missing"); }
@@ -146,7 +146,7 @@ static void source_dies(const char *mode)
 	tmo = "20000";
 	assert_int_equal(s, 9);
 	assert_int_equal(d, LM_EXIT_SOURCE_LOST);
-	assert_true(lmt_file_has("/tmp/lm-test-dest.err", "source lost during postcopy"));
+	assert_true(lmt_file_has(lmt_path("test-dest.err"), "source lost during postcopy"));
 }
 
 static void test_source_dies_minor(void **state) { (void)state; source_dies("minor"); }
@@ -164,8 +164,8 @@ static void test_dest_dies(void **state)
 	migrate("minor", "auto", NULL, "die-precopy", &s, &d);
 	assert_int_equal(d, 9);
 	assert_int_equal(s, LM_EXIT_ABORTED);
-	assert_true(lmt_file_has("/tmp/lm-test-src.err", "migration aborted"));
-	assert_true(lmt_file_has("/tmp/lm-test-src.err", "invariants hold"));
+	assert_true(lmt_file_has(lmt_path("test-src.err"), "migration aborted"));
+	assert_true(lmt_file_has(lmt_path("test-src.err"), "invariants hold"));
 }
 
 /*
@@ -184,14 +184,14 @@ static void garbage(const void *bytes, size_t len, const char *word)
 
 	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
 	getsockname(lfd, (struct sockaddr *)&sa, &sl);
-	d = lmt_spawn("/tmp/lm-test-dest.err", NULL, da);
+	d = lmt_spawn(lmt_path("test-dest.err"), NULL, da);
 	close(lfd);
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(write(fd, bytes, len), (ssize_t)len);
 	shutdown(fd, SHUT_WR);
-	assert_true(lmt_wait_for("/tmp/lm-test-dest.err", word, 10));
-	assert_true(lmt_file_has("/tmp/lm-test-dest.err", "refused 127.0.0.1:"));
+	assert_true(lmt_wait_for(lmt_path("test-dest.err"), word, 10));
+	assert_true(lmt_file_has(lmt_path("test-dest.err"), "refused 127.0.0.1:"));
 	assert_false(lmt_has_region(d));
 	close(fd);
 	kill(d, SIGTERM);
@@ -221,7 +221,7 @@ static void test_malformed(void **state)
 /* --plot: a PNG timeline; --json: one object with the numbers. */
 static void test_plot_json(void **state)
 {
-	const char *png = "/tmp/lm-test-plot.png";
+	const char *png = lmt_path("test-plot.png");
 	const char *args[] = { "run", "--mode", "minor", "--verify", "--json", "--plot", png,
 			       COMMON, NULL };
 	unsigned char magic[8] = { 0 };
@@ -231,10 +231,10 @@ static void test_plot_json(void **state)
 	if (system("command -v gnuplot >/dev/null 2>&1"))
 		K513_SKIP("gnuplot is not installed (apt-get install gnuplot-nox)");
 	unlink(png);
-	assert_int_equal(lmt_status(lmt_spawn("/tmp/lm-test-run.err", "/tmp/lm-test-run.out", args)),
-			 0);
-	assert_true(lmt_file_has("/tmp/lm-test-run.out", "\"downtime_ms\""));
-	assert_true(lmt_file_has("/tmp/lm-test-run.out", "\"switch_transit_ms\""));
+	assert_int_equal(lmt_status(lmt_spawn(lmt_path("test-run.err"), lmt_path("test-run.out"),
+					      args)), 0);
+	assert_true(lmt_file_has(lmt_path("test-run.out"), "\"downtime_ms\""));
+	assert_true(lmt_file_has(lmt_path("test-run.out"), "\"switch_transit_ms\""));
 	f = fopen(png, "rb");
 	assert_non_null(f);
 	assert_int_equal(fread(magic, 1, 8, f), 8);

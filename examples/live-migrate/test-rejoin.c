@@ -159,13 +159,22 @@ static void *proxy_main(void *arg)
 	return NULL;
 }
 
-static void proxy_start(struct proxy *p, const char *dest, enum cut_at at, char *addr,
-			size_t alen)
+/*
+ * The proxy's thread starts only after both ends are spawned: a fork while
+ * another thread runs may copy a lock (the allocator's, a sanitizer's)
+ * that thread holds, and the child would hang on it.
+ */
+static void proxy_listen(struct proxy *p, const char *dest, enum cut_at at, char *addr,
+			 size_t alen)
 {
 	memset(p, 0, sizeof(*p));
 	snprintf(p->dest, sizeof(p->dest), "%s", dest);
 	p->at = at;
 	p->lfd = lmt_listener(addr, alen);
+}
+
+static void proxy_run(struct proxy *p)
+{
 	assert_int_equal(pthread_create(&p->tid, NULL, proxy_main, p), 0);
 }
 
@@ -188,8 +197,10 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 	pid_t d, s;
 
 	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
-	snprintf(DERR, sizeof(DERR), "/tmp/lm-rejoin-%s-%d-dest.err", mode, (int)at);
-	snprintf(SERR, sizeof(SERR), "/tmp/lm-rejoin-%s-%d-src.err", mode, (int)at);
+	snprintf(DERR, sizeof(DERR), "rejoin-%s-%d-dest.err", mode, (int)at);
+	snprintf(SERR, sizeof(SERR), "rejoin-%s-%d-src.err", mode, (int)at);
+	snprintf(DERR, sizeof(DERR), "%s", lmt_path(DERR));
+	snprintf(SERR, sizeof(SERR), "%s", lmt_path(SERR));
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
 				     "--verify", "--timeout", "3000", "--size", "4M", NULL };
@@ -197,7 +208,7 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
-	proxy_start(&p, daddr, at, paddr, sizeof(paddr));
+	proxy_listen(&p, daddr, at, paddr, sizeof(paddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
 				     "--verify", "--timeout", "3000", "--size", "4M", "--stale", "0.3",
@@ -206,12 +217,14 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 
 		s = lmt_spawn(SERR, NULL, sa);
 	}
+	proxy_run(&p);
 	*src_rc = lmt_status(s);
 	*dst_rc = lmt_status(d);
+	/* before any assert: a failed case must not leave its proxy running */
+	proxy_stop(&p);
 	print_message("# cut %d time(s); source %d, destination %d\n", atomic_load(&p.cuts),
 		      *src_rc, *dst_rc);
 	assert_int_equal(atomic_load(&p.cuts), 1);
-	proxy_stop(&p);
 }
 
 static void cut_mid_postcopy(const char *mode)

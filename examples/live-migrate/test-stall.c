@@ -29,8 +29,8 @@
 
 #define TIMEOUT_MS 1500
 #define TIMEOUT_S "1500"
-#define DERR "/tmp/lm-stall-dest.err"
-#define SERR "/tmp/lm-stall-src.err"
+#define DERR lmt_path("stall-dest.err")
+#define SERR lmt_path("stall-src.err")
 
 struct run {
 	pid_t d, s;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* What lm's end-to-end tests share. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,14 +121,60 @@ bool lmt_has_region(pid_t pid)
 	return found;
 }
 
+static char tmp_dir[64];
+static pid_t tmp_owner;
+
+/* At exit of the program that made it (not of its children): remove it. */
+static void remove_tmp_dir(void)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (getpid() != tmp_owner || !(d = opendir(tmp_dir)))
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+	rmdir(tmp_dir);
+}
+
+/*
+ * A file in a directory of this test program's own: programs meson runs in
+ * parallel, or two test runs side by side, never read each other's logs.
+ */
+const char *lmt_path(const char *name)
+{
+	static struct {
+		char name[48];
+		char path[128];
+	} cache[32];
+	static unsigned int n;
+
+	if (!tmp_dir[0]) {
+		snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/lm-test-XXXXXX");
+		assert_non_null(mkdtemp(tmp_dir));
+		tmp_owner = getpid();
+		atexit(remove_tmp_dir);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (!strcmp(cache[i].name, name))
+			return cache[i].path;
+	assert_true(n < 32 && strlen(name) < sizeof(cache[0].name));
+	snprintf(cache[n].name, sizeof(cache[n].name), "%s", name);
+	snprintf(cache[n].path, sizeof(cache[n].path), "%s/%s", tmp_dir, name);
+	return cache[n++].path;
+}
+
 const char *lmt_key(void)
 {
-	static char path[64];
+	static const char *path;
 
-	if (!path[0]) {
-		const char *args[] = { "keygen", path, NULL };
+	if (!path) {
+		const char *args[] = { "keygen", NULL, NULL };
 
-		snprintf(path, sizeof(path), "/tmp/lm-test-%d.key", (int)getpid());
+		path = lmt_path("test.key");
+		args[1] = path;
 		unlink(path);
 		assert_int_equal(lmt_status(lmt_spawn(NULL, NULL, args)), 0);
 	}

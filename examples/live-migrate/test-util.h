@@ -24,6 +24,8 @@ bool lmt_wait_for(const char *path, const char *word, double seconds);
 bool lmt_has_region(pid_t pid);
 /* wait until pid catches SIGTERM (its handlers are in place); false after seconds */
 bool lmt_wait_catching(pid_t pid, double seconds);
+/* NAME in a directory of this test program's own, removed at its exit. */
+const char *lmt_path(const char *name);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
 double lmt_now(void);
