@@ -874,15 +874,17 @@ static int finish(struct dst *d)
 	rep.size = d->size;
 	rep.stale = d->o->mode == LM_MODE_STOPCOPY ? d->sw.nstale : d->nstale;
 	rep.verify = d->verify;
-	rep.clocks_shared = d->hello.boot == lm_boot_hash();
-	rep.downtime_ms = rep.clocks_shared ?
-		(double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
-		(double)(d->sw.t_send_ns - d->sw.t_pause_ns + d->t_resume - d->t_switch) / 1e6;
+	/* LM_SEPARATE_CLOCKS: a test knob, two machines' arithmetic on one */
+	rep.clocks_shared = d->hello.boot == lm_boot_hash() && !getenv("LM_SEPARATE_CLOCKS");
+	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
+	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
+	rep.transit_est_ms = (double)d->done.rtt_ns / 2e6;
+	rep.downtime_est_ms = rep.src_pause_ms + rep.transit_est_ms + rep.dst_resume_ms;
+	rep.downtime_ms = rep.clocks_shared ? (double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
+					      rep.downtime_est_ms;
 	rep.total_ms = (double)(d->t_done - (rep.clocks_shared ? d->hello.t_start_ns :
 					     d->t_hello)) / 1e6;
 	rep.ops_before = d->sw.ops_before;
-	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
-	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
 	rep.transit_ms = rep.clocks_shared ? (double)(d->t_switch - d->sw.t_send_ns) / 1e6 : -1;
 	/* minor: fault messages; the callback runs once per page */
 	rep.faults = d->o->mode == LM_MODE_MINOR ? d->hst.messages : atomic_load(&d->faults);

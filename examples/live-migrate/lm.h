@@ -162,6 +162,8 @@ struct lm_report {
 	double ops_before, ops_after;
 	double src_pause_ms, dst_resume_ms;	/* parts of the downtime */
 	double transit_ms;	/* SWITCH queued, paced and in flight; -1: clocks differ */
+	/* without a shared clock: half the source's rtt_ns stands for the transit */
+	double downtime_est_ms, transit_est_ms;
 	uint64_t faults, faults_demand;
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
 	uint64_t verified, mismatched;

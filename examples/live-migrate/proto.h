@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	2
+#define LM_VERSION	3
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
@@ -122,6 +122,7 @@ struct lm_done {
 	uint32_t pad;
 	uint64_t track_pause_ns;	/* workload quiesced for tracking */
 	uint64_t drain_ns;		/* waiting for the link to empty before the pause */
+	uint64_t rtt_ns;		/* a small frame's round trip on the empty link */
 };
 
 struct lm_resumed {

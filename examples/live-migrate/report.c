@@ -24,12 +24,18 @@ static void table(const struct lm_report *r)
 	printf("stale at pause       %llu pages (%.1f%%)\n", (unsigned long long)r->stale,
 	       100.0 * (double)r->stale / (double)r->npages);
 	printf("downtime             %.3f ms%s\n", r->downtime_ms,
-	       r->clocks_shared ? "" : " (clocks not shared: sum of both sides)");
+	       r->clocks_shared ? "" : " (no shared clock: estimated, see below)");
 	printf("  of which           %.3f ms source pause to SWITCH sent, %.3f ms SWITCH "
 	       "received to resume\n", r->src_pause_ms, r->dst_resume_ms);
 	/* pacing, socket buffers and the frames queued ahead of SWITCH */
 	if (r->transit_ms >= 0)
 		printf("                     %.3f ms SWITCH in transit\n", r->transit_ms);
+	else
+		printf("                     %.3f ms SWITCH in transit: half the round trip of "
+		       "a small frame measured just before the pause\n", r->transit_est_ms);
+	if (r->clocks_shared)
+		printf("  without the clock  %.3f ms (the estimate two machines would give)\n",
+		       r->downtime_est_ms);
 	if (s->drain_ns)
 		printf("                     (before the pause: %.3f ms for the link to empty)\n",
 		       (double)s->drain_ns / 1e6);
@@ -63,12 +69,14 @@ static void json(const struct lm_report *r)
 	printf("{\"mode\":\"%s\",\"size\":%llu,\"page_size\":%llu,\"pages\":%llu,"
 	       "\"tracking\":\"%s\",\"stale_pages\":%llu,\"downtime_ms\":%.3f,"
 	       "\"src_pause_to_switch_ms\":%.3f,\"dst_switch_to_resume_ms\":%.3f,"
-	       "\"switch_transit_ms\":%.3f,\"drain_ms\":%.3f,"
+	       "\"switch_transit_ms\":%.3f,\"drain_ms\":%.3f,\"rtt_ms\":%.3f,"
+	       "\"downtime_est_ms\":%.3f,"
 	       "\"total_ms\":%.1f,\"postcopy_ms\":%.1f,\"precopy_ms\":%.1f,",
 	       lm_mode_name(r->mode), (unsigned long long)r->size,
 	       (unsigned long long)r->page_size, (unsigned long long)r->npages,
 	       lm_track_name(s->track), (unsigned long long)r->stale, r->downtime_ms, r->src_pause_ms,
-	       r->dst_resume_ms, r->transit_ms, (double)s->drain_ns / 1e6,
+	       r->dst_resume_ms, r->transit_ms, (double)s->drain_ns / 1e6, (double)s->rtt_ns / 1e6,
+	       r->downtime_est_ms,
 	       r->total_ms, r->postcopy_ms, (double)s->t_precopy_ns / 1e6);
 	printf("\"bytes\":{\"precopy\":%llu,\"paused\":%llu,\"push\":%llu,\"demand\":%llu},"
 	       "\"pages_push\":%llu,\"pages_demand\":%llu,\"requests\":%llu,\"rounds\":%llu,",

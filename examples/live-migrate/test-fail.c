@@ -7,6 +7,7 @@
  * the frame (exit 5).  Each run is a child under a deadline: never a hang.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -243,6 +244,51 @@ static void test_plot_json(void **state)
 	unlink(png);
 }
 
+/* The number after "key": in a one-line JSON file. */
+static double json_num(const char *path, const char *key)
+{
+	char buf[8192] = { 0 }, pat[64];
+	FILE *f = fopen(path, "r");
+	const char *at;
+
+	assert_non_null(f);
+	assert_true(fread(buf, 1, sizeof(buf) - 1, f) > 0);
+	fclose(f);
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	at = strstr(buf, pat);
+	if (!at)
+		fail_msg("%s has no %s: %s", path, key, buf);
+	return strtod(at + strlen(pat), NULL);
+}
+
+/*
+ * Two machines share no clock: the downtime is then the source's pause to
+ * SWITCH sent, plus half a small frame's round trip just before the pause,
+ * plus the destination's SWITCH to resume; the report says so.
+ */
+static void test_separate_clocks(void **state)
+{
+	const char *out = lmt_path("clock.out");
+	const char *args[] = { "run", "--mode", "minor", "--json", COMMON, NULL };
+	double down, est, pause, resume, rtt;
+
+	(void)state;
+	setenv("LM_SEPARATE_CLOCKS", "1", 1);
+	assert_int_equal(lmt_status(lmt_spawn(lmt_path("clock.err"), out, args)), 0);
+	unsetenv("LM_SEPARATE_CLOCKS");
+	assert_true(lmt_file_has(out, "\"clocks_shared\":false"));
+	down = json_num(out, "downtime_ms");
+	est = json_num(out, "downtime_est_ms");
+	pause = json_num(out, "src_pause_to_switch_ms");
+	resume = json_num(out, "dst_switch_to_resume_ms");
+	rtt = json_num(out, "rtt_ms");
+	print_message("# downtime %.3f ms = %.3f + %.3f / 2 + %.3f\n", down, pause, rtt, resume);
+	assert_true(rtt > 0);
+	assert_true(down == est);
+	assert_true(fabs(est - (pause + rtt / 2 + resume)) < 0.002);
+	assert_true(json_num(out, "switch_transit_ms") < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_dest_dies),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_plot_json),
+		cmocka_unit_test(test_separate_clocks),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
