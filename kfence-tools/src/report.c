@@ -7,9 +7,9 @@
  * With printk caller ids each task's report is read apart from the others.
  *
  * The formats, from mm/kfence/report.c and lib/dump_stack.c:
- *   5.12     kfence-#N [0xS-0xE, size=Z, cache=C] allocated by task P:
+ *   5.12-14  kfence-#N [0xS-0xE, size=Z, cache=C] allocated by task P:
  *            freed by task P:
- *   5.13+    kfence-#N: 0xS-0xE, size=Z, cache=C
+ *   5.15+    kfence-#N: 0xS-0xE, size=Z, cache=C
  *            allocated by task P on cpu C at T.s:
  *   6.12     allocated by task P on cpu C at T.s (A.s ago):
  *            rcu freeing by task P on cpu C at T.s (A.s ago):
@@ -375,8 +375,8 @@ static void set_range(struct kfr_report *r, const char *s, const char *stop)
 static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb);
 
 /*
- * 5.13+: "kfence-#N: 0xSTART-0xEND, size=S, cache=C"
- * 5.12:  "kfence-#N [0xSTART-0xEND, size=S, cache=C] allocated by task P:"
+ * 5.15+:   "kfence-#N: 0xSTART-0xEND, size=S, cache=C"
+ * 5.12-14: "kfence-#N [0xSTART-0xEND, size=S, cache=C] allocated by task P:"
  * Returns 2 when the line also opened the allocation track.
  */
 static int parse_object(struct kfr_report *r, const char *s, size_t n)
@@ -408,8 +408,9 @@ static int parse_object(struct kfr_report *r, const char *s, size_t n)
 }
 
 /*
- * "allocated by task P on cpu C at T.s:", 6.12's "... at T.s (A.s ago):",
- * 5.12's "allocated by task P:", and 6.12's "rcu freeing by task ...".
+ * "allocated by task P on cpu C at T.s:" (5.15+), 6.12's "... at
+ * T.s (A.s ago):", 5.12-5.14's "allocated by task P:", and 6.12's "rcu freeing
+ * by task ...".
  */
 static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 {

@@ -30,8 +30,8 @@ struct kfr_track {
 	bool present;
 	bool rcu;		/* 6.12: "rcu freeing by task" (not yet freed) */
 	int pid;
-	int cpu;		/* -1 before 5.13, which did not print it */
-	char *time;		/* seconds since boot, as printed; NULL before 5.13 */
+	int cpu;		/* -1 before 5.15, which did not print it */
+	char *time;		/* seconds since boot, as printed; NULL before 5.15 */
 	struct kfr_stack stack;
 };
 
