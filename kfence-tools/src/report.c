@@ -94,6 +94,7 @@ static void slot_reset(struct kfr_slot *sl)
 	kfr_report_clear(&sl->cur);
 	sl->active = false;
 	sl->caller[0] = '\0';
+	sl->host[0] = '\0';
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
@@ -603,12 +604,30 @@ static bool is_ruler(const char *s, size_t n)
 	return n >= 20 && strspn(s, "=") == n;
 }
 
-static struct kfr_slot *slot_find(struct kfr_parser *p, const char *caller)
+/*
+ * The report a line belongs to: same task (caller id) on the same host. A
+ * report whose title came without a host (a paste that lost the title's
+ * prefix) takes the host of the first line that has one.
+ */
+static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix *px)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active && !strcmp(p->slots[i].caller, caller))
-			return &p->slots[i];
-	return NULL;
+	struct kfr_slot *sl, *hostless = NULL;
+
+	for (size_t i = 0; i < KFR_SLOTS; i++) {
+		sl = &p->slots[i];
+		if (!sl->active || strcmp(sl->caller, px->caller))
+			continue;
+		if (!strcmp(sl->host, px->host))
+			return sl;
+		if (!sl->host[0])
+			hostless = sl;
+	}
+	if (hostless && px->host[0]) {
+		snprintf(hostless->host, sizeof(hostless->host), "%s", px->host);
+		if (!hostless->cur.host)
+			hostless->cur.host = xstrndup(px->host, strlen(px->host));
+	}
+	return hostless;
 }
 
 static struct kfr_slot *slot_new(struct kfr_parser *p)
@@ -645,7 +664,7 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 {
 	bool kasan = starts(title, "BUG: KASAN: ");
 	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
-	struct kfr_slot *sl = slot_find(p, px->caller);
+	struct kfr_slot *sl = slot_find(p, px);
 	bool mixed = false;
 
 	if (sl) {
@@ -660,6 +679,7 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 	}
 	sl->active = true;
 	snprintf(sl->caller, sizeof(sl->caller), "%s", px->caller);
+	snprintf(sl->host, sizeof(sl->host), "%s", px->host);
 	sl->section = KFR_HEAD;
 	sl->gap = mixed ? KFR_R_INTERLEAVED : NULL;
 	sl->cur.line = p->lineno;
@@ -804,7 +824,7 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		/* KASAN prints one title line per inlined frame: the first
 		 * opens the report, the others repeat it
 		 */
-		sl = slot_find(p, px->caller);
+		sl = slot_find(p, px);
 		if (sl && sl->kasan && !sl->detail)
 			return;
 	}
@@ -812,7 +832,7 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		start_report(p, title, px);
 		return;
 	}
-	sl = slot_find(p, px->caller);
+	sl = slot_find(p, px);
 	if (!sl)
 		return;
 	if (px->seq >= 0)

@@ -100,12 +100,13 @@ enum kfr_section {
 
 typedef void (*kfr_emit_fn)(const struct kfr_report *r, void *arg);
 
-/* One report being read; several at once when printk caller ids tell apart
- * the tasks whose lines interleave.
+/* One report being read; several at once when printk caller ids (or the
+ * hosts of a central syslog) tell apart the lines that interleave.
  */
 struct kfr_slot {
 	bool active;
 	char caller[16];	/* "" when the log has no caller ids */
+	char host[64];		/* "" when the lines name no host */
 	enum kfr_section section;
 	unsigned long body_lines;
 	bool detail;		/* the line after the title was seen */
