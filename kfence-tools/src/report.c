@@ -267,17 +267,48 @@ static void set_function(struct kfr_report *r, const char *s, size_t n)
 		set_str(&r->module, sp + 2, strcspn(sp + 2, " ]"));
 }
 
+/* Each kind of report: how its title and its detail line begin. */
 static const struct {
 	const char *prefix;
 	const char *kind;
 	bool has_access;
+	const char *detail;
 } titles[] = {
-	{ "out-of-bounds ", "out-of-bounds", true },
-	{ "use-after-free ", "use-after-free", true },
-	{ "memory corruption", "memory-corruption", false },
-	{ "invalid free", "invalid-free", false },
-	{ "invalid ", "invalid-access", true },
+	{ "out-of-bounds ", "out-of-bounds", true, "Out-of-bounds " },
+	{ "use-after-free ", "use-after-free", true, "Use-after-free " },
+	{ "memory corruption", "memory-corruption", false, "Corrupted memory at " },
+	{ "invalid free", "invalid-free", false, "Invalid free of " },
+	{ "invalid ", "invalid-access", true, "Invalid " },
 };
+
+#define N_TITLES (sizeof(titles) / sizeof(titles[0]))
+
+/* Kind and access of titles[i], the access word at @s; "unknown" past the end. */
+static void set_kind(struct kfr_report *r, size_t i, const char *s)
+{
+	if (i == N_TITLES) {
+		set_str(&r->kind, "unknown", 7);
+		return;
+	}
+	set_str(&r->kind, titles[i].kind, strlen(titles[i].kind));
+	if (!titles[i].has_access)
+		return;
+	if (starts(s, "read"))
+		set_str(&r->access, "read", 4);
+	else if (starts(s, "write"))
+		set_str(&r->access, "write", 5);
+}
+
+/* The kind of a detail line ("Use-after-free read at ..."), or N_TITLES. */
+static size_t detail_kind(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < N_TITLES; i++)
+		if (starts(s, titles[i].detail))
+			break;
+	return i;
+}
 
 /* After "BUG: KFENCE: " */
 static void parse_title(struct kfr_report *r, const char *s, size_t n)
@@ -285,21 +316,12 @@ static void parse_title(struct kfr_report *r, const char *s, size_t n)
 	const char *in, *end = s + n;
 	size_t i;
 
-	for (i = 0; i < sizeof(titles) / sizeof(titles[0]); i++)
+	for (i = 0; i < N_TITLES; i++)
 		if (starts(s, titles[i].prefix))
 			break;
-	if (i == sizeof(titles) / sizeof(titles[0])) {
-		set_str(&r->kind, "unknown", 7);
-	} else {
-		set_str(&r->kind, titles[i].kind, strlen(titles[i].kind));
-		if (titles[i].has_access) {
-			s += strlen(titles[i].prefix);
-			if (starts(s, "read"))
-				set_str(&r->access, "read", 4);
-			else if (starts(s, "write"))
-				set_str(&r->access, "write", 5);
-		}
-	}
+	if (i < N_TITLES)
+		s += strlen(titles[i].prefix);
+	set_kind(r, i, s);
 	in = strstr(s, " in ");
 	if (in && in + 4 < end)
 		set_function(r, in + 4, (size_t)(end - in - 4));
@@ -660,10 +682,9 @@ static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
 		set_function(r, in + 4, (size_t)(end - in - 4));
 }
 
-static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+/* A new report of @px's task and host, in a slot of its own. */
+static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix *px)
 {
-	bool kasan = starts(title, "BUG: KASAN: ");
-	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
 	struct kfr_slot *sl = slot_find(p, px);
 	bool mixed = false;
 
@@ -688,12 +709,42 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 	sl->cur.wallclock = dup_or_null(px->wallclock);
 	sl->cur.caller = dup_or_null(px->caller);
 	sl->cur.host = dup_or_null(px->host);
+	return sl;
+}
+
+static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+{
+	bool kasan = starts(title, "BUG: KASAN: ");
+	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
+	struct kfr_slot *sl = open_slot(p, px);
+
 	sl->kasan = kasan;
 	sl->cur.detector = kasan ? "kasan" : "kfence";
 	if (kasan)
 		parse_kasan_title(&sl->cur, s, trimmed_len(s));
 	else
 		parse_title(&sl->cur, s, trimmed_len(s));
+}
+
+/*
+ * A detail line with no report open ("Use-after-free read at 0x... (in
+ * kfence-#179):"): the log lost the report's title (it begins inside the
+ * report, or the title's records were overwritten). The rest is read as a
+ * report of the kind and access the detail line gives, with reason no-title.
+ */
+static struct kfr_slot *start_headless(struct kfr_parser *p, const char *s,
+				       const struct kfr_prefix *px)
+{
+	size_t k = detail_kind(s);
+	struct kfr_slot *sl;
+
+	if (k == N_TITLES || !strstr(s, "kfence-#"))
+		return NULL;
+	sl = open_slot(p, px);
+	sl->gap = KFR_R_NO_TITLE;
+	sl->cur.detector = "kfence";
+	set_kind(&sl->cur, k, s + strlen(titles[k].detail));
+	return sl;
 }
 
 static struct kfr_stack *section_stack(struct kfr_slot *sl)
@@ -834,6 +885,8 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 	}
 	sl = slot_find(p, px);
 	if (!sl)
+		sl = start_headless(p, s, px);
+	if (!sl)
 		return;
 	if (px->seq >= 0)
 		sl->cur.last_seq = px->seq;
@@ -926,9 +979,11 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 
 	p->lineno++;
 	/* Nearly every line of a log is no report's: outside a report only a
-	 * title matters. The sequence numbers skipped are unknown, not lost.
+	 * title matters, or a detail line whose title was lost. The sequence
+	 * numbers skipped are unknown, not lost.
 	 */
-	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ")) {
+	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
+	    !strstr(line, "kfence-#")) {
 		p->last_seq = -1;
 		return;
 	}

@@ -93,6 +93,7 @@ struct kfr_report {
 #define KFR_R_NO_OBJECT "no-object"
 #define KFR_R_NO_FOOTER "no-footer"
 #define KFR_R_TOO_LONG "too-long"		/* no closing ruler in KFR_MAX_BODY lines */
+#define KFR_R_NO_TITLE "no-title"		/* begun at its detail line: title lost */
 
 enum kfr_section {
 	KFR_NONE, KFR_HEAD, KFR_STACK, KFR_OBJECT, KFR_ALLOC, KFR_FREE, KFR_TAIL,
