@@ -46,7 +46,7 @@ static void usage(FILE *f)
 	      "netconsole logs (FILE, or standard input when none or '-'), or the\n"
 	      "kernel's log buffer (--kmsg).\n"
 	      "\n"
-	      "  -j, --json            one JSON object per report and line (schema 2)\n"
+	      "  -j, --json            one JSON object per report and line (schema 3)\n"
 	      "  -b, --brief           one line per report: time kind access function\n"
 	      "                        object cache completeness\n"
 	      "  -s, --summary[=N]     buckets (title and top N frames, default 3) with\n"

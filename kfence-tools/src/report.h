@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 /* The version of the JSON records (kfence-report(1)); bump on any change. */
-#define KFR_SCHEMA 2
+#define KFR_SCHEMA 3
 
 /* KFENCE_STACK_DEPTH in the kernel; more frames means garbled input. */
 #define KFR_MAX_FRAMES 64
