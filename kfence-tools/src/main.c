@@ -243,8 +243,35 @@ static int open_kmsg(const char *path, bool follow)
 /*
  * /dev/kmsg returns one record per read(): "prio,seq,usec,flags;text\n"
  * followed by " KEY=value" lines, which are not the message. A saved
- * copy (a regular file) holds the same records one per line.
+ * copy (a regular file) or a pipe (ssh host cat /dev/kmsg) holds the same
+ * records one per line, many to a read(): read those line by line, to
+ * their end.
  */
+static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
+{
+	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while (getline(&line, &cap, f) >= 0)
+		kmsg_record(c, line);
+	if (ferror(f)) {
+		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
+		ret = 1;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
 static int read_kmsg(struct ctx *c, const char *path, bool follow)
 {
 	char buf[16384];
@@ -254,18 +281,8 @@ static int read_kmsg(struct ctx *c, const char *path, bool follow)
 
 	if (fd < 0)
 		return 1;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
-		FILE *f = fdopen(fd, "r");
-		char *line = NULL;
-		size_t cap = 0;
-
-		while (f && getline(&line, &cap, f) >= 0)
-			kmsg_record(c, line);
-		free(line);
-		if (f)
-			fclose(f);
-		return 0;
-	}
+	if (!fstat(fd, &st) && !S_ISCHR(st.st_mode))
+		return read_kmsg_lines(c, path, fd);
 	for (;;) {
 		n = read(fd, buf, sizeof(buf) - 1);
 		if (n < 0 && errno == EPIPE) {

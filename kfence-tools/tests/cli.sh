@@ -103,6 +103,11 @@ echo "garbage" >"$t/badcur"
 "$kr" --kmsg="$k" --cursor "$t/badcur" --boot-id B1 >/dev/null 2>"$t/err"
 check "$?" 1 "a file that is not a cursor: exit 1"
 grep_ok "is not a kfence-report cursor" "$t/err" "and says what to do"
+# records through a pipe (ssh host cat /dev/kmsg | ...): many per read()
+check "$(cat "$k" | "$kr" --kmsg=/dev/stdin --brief | wc -l)" 7 \
+	"--kmsg on a pipe of records: all seven, read line by line"
+check "$(cat "$k" | "$kr" --kmsg=/dev/stdin --follow --brief | wc -l)" 7 \
+	"and with --follow, to the pipe's end"
 grep -v '^[0-9]*,11[89][0-9],' "$k" >"$t/gap.kmsg"	# records 1180-1199 lost
 "$kr" --kmsg="$t/gap.kmsg" --brief >"$t/out"
 check "$(grep -c 'incomplete:lost-records' "$t/out")" 1 \
