@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,33 @@ static int read_file(struct kfr_parser *p, const char *path)
 	return ret;
 }
 
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+/*
+ * A collector asked to stop (SIGTERM from systemctl stop, ^C, SIGHUP) ends
+ * its read and saves the cursor at the last record it read, not only at
+ * its last report: its next run must not take the records read since for
+ * records overwritten before they were read. No SA_RESTART: the blocked
+ * read() returns EINTR.
+ */
+static void catch_stop(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 /* The sequence number of a /dev/kmsg record, or -1. */
 static long long record_seq(const char *rec)
 {
@@ -261,9 +289,9 @@ static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
 		close(fd);
 		return 1;
 	}
-	while (getline(&line, &cap, f) >= 0)
+	while (!stopping && getline(&line, &cap, f) >= 0)
 		kmsg_record(c, line);
-	if (ferror(f)) {
+	if (ferror(f) && !stopping) {
 		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
 		ret = 1;
 	}
@@ -283,7 +311,7 @@ static int read_kmsg(struct ctx *c, const char *path, bool follow)
 		return 1;
 	if (!fstat(fd, &st) && !S_ISCHR(st.st_mode))
 		return read_kmsg_lines(c, path, fd);
-	for (;;) {
+	while (!stopping) {
 		n = read(fd, buf, sizeof(buf) - 1);
 		if (n < 0 && errno == EPIPE) {
 			/* the ring buffer overwrote records we had not read */
@@ -456,6 +484,8 @@ int main(int argc, char **argv)
 		c.cursor.next_seq = -1;
 	kfr_parser_init(&p, print_report, &c);
 	c.parser = &p;
+	if (kmsg && follow && c.cursor_path)
+		catch_stop();
 	if (kmsg)
 		ret = read_kmsg(&c, kmsg, follow);
 	else if (optind == argc)
