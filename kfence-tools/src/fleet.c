@@ -251,7 +251,8 @@ void kfr_buckets_free(struct kfr_buckets *b)
 /*
  * mm/kfence/core.c's stats file: "enabled: 1", then "name: value" per
  * counter. What a fleet wants to know from it: is sampling on, and has
- * the pool run full (allocations skipped for capacity)?
+ * the pool run full (allocations skipped for capacity)? Kernels before
+ * 5.16 have no "skipped allocations" counters: there it is unknown.
  */
 int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 {
@@ -317,7 +318,7 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 			fputs("null", f);
 		fprintf(f, ",\"sampling\":%s,\"pool_was_full\":%s}\n",
 			enabled > 0 && interval != 0 ? "true" : "false",
-			capacity > 0 ? "true" : "false");
+			capacity < 0 ? "null" : capacity > 0 ? "true" : "false");
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -327,7 +328,9 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 	fprintf(f, "sampling: %s\n", enabled > 0 && interval != 0 ? "on" :
 		enabled == 0 ? "off (KFENCE disabled itself, or sample_interval=0 at boot)" :
 		"off (sample_interval=0)");
-	fprintf(f, "pool: %s\n", capacity > 0 ?
+	fprintf(f, "pool: %s\n", capacity < 0 ?
+		"unknown (no \"skipped allocations (capacity)\" counter: kernels "
+		"before 5.16 do not count them)" : capacity > 0 ?
 		"has run full (allocations were skipped for capacity: raise "
 		"CONFIG_KFENCE_NUM_OBJECTS or look for a leak of KFENCE objects)" :
 		"never full");
@@ -378,7 +381,8 @@ static char *json_field(const char *line, const char *key, const char *from)
 }
 
 /*
- * One of kfence-report's own JSON records (schema 2), as a fleet gathers
+ * One of kfence-report's own JSON records (schema 2 or 3: their records
+ * are alike), as a fleet gathers
  * them from its machines, back into the fields --summary needs: the title
  * forms, the stack, complete, and when and where it was seen. Our records
  * have a fixed key order, and the top-level "stack" comes before the
@@ -386,10 +390,11 @@ static char *json_field(const char *line, const char *key, const char *from)
  */
 bool kfr_json_record(const char *line, struct kfr_report *r)
 {
-	static const char head[] = "{\"schema\":2,";
+	static const char head[] = "{\"schema\":";
 	const char *st, *e, *tail;
 
-	if (strncmp(line, head, strlen(head)))
+	if (strncmp(line, head, strlen(head)) || !strchr("23", line[strlen(head)]) ||
+	    line[strlen(head) + 1] != ',')
 		return false;
 	kfr_report_clear(r);
 	r->kind = json_field(line, "kind", NULL);

@@ -46,7 +46,7 @@ void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const ch
 void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json);
 void kfr_buckets_free(struct kfr_buckets *b);
 
-/* One of our own JSON records (schema 2) back into @r, for --summary. */
+/* One of our own JSON records (schema 2 or 3) back into @r, for --summary. */
 bool kfr_json_record(const char *line, struct kfr_report *r);
 
 /* --stats: /sys/kernel/debug/kfence/stats (or @path) as text or JSON. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ static void usage(FILE *f)
 	      "netconsole logs (FILE, or standard input when none or '-'), or the\n"
 	      "kernel's log buffer (--kmsg).\n"
 	      "\n"
-	      "  -j, --json            one JSON object per report and line (schema 2)\n"
+	      "  -j, --json            one JSON object per report and line (schema 3)\n"
 	      "  -b, --brief           one line per report: time kind access function\n"
 	      "                        object cache completeness\n"
 	      "  -s, --summary[=N]     buckets (title and top N frames, default 3) with\n"
@@ -199,6 +200,33 @@ static int read_file(struct kfr_parser *p, const char *path)
 	return ret;
 }
 
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+/*
+ * A collector asked to stop (SIGTERM from systemctl stop, ^C, SIGHUP) ends
+ * its read and saves the cursor at the last record it read, not only at
+ * its last report: its next run must not take the records read since for
+ * records overwritten before they were read. No SA_RESTART: the blocked
+ * read() returns EINTR.
+ */
+static void catch_stop(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 /* The sequence number of a /dev/kmsg record, or -1. */
 static long long record_seq(const char *rec)
 {
@@ -243,8 +271,35 @@ static int open_kmsg(const char *path, bool follow)
 /*
  * /dev/kmsg returns one record per read(): "prio,seq,usec,flags;text\n"
  * followed by " KEY=value" lines, which are not the message. A saved
- * copy (a regular file) holds the same records one per line.
+ * copy (a regular file) or a pipe (ssh host cat /dev/kmsg) holds the same
+ * records one per line, many to a read(): read those line by line, to
+ * their end.
  */
+static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
+{
+	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	while (!stopping && getline(&line, &cap, f) >= 0)
+		kmsg_record(c, line);
+	if (ferror(f) && !stopping) {
+		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
+		ret = 1;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
 static int read_kmsg(struct ctx *c, const char *path, bool follow)
 {
 	char buf[16384];
@@ -254,19 +309,9 @@ static int read_kmsg(struct ctx *c, const char *path, bool follow)
 
 	if (fd < 0)
 		return 1;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
-		FILE *f = fdopen(fd, "r");
-		char *line = NULL;
-		size_t cap = 0;
-
-		while (f && getline(&line, &cap, f) >= 0)
-			kmsg_record(c, line);
-		free(line);
-		if (f)
-			fclose(f);
-		return 0;
-	}
-	for (;;) {
+	if (!fstat(fd, &st) && !S_ISCHR(st.st_mode))
+		return read_kmsg_lines(c, path, fd);
+	while (!stopping) {
 		n = read(fd, buf, sizeof(buf) - 1);
 		if (n < 0 && errno == EPIPE) {
 			/* the ring buffer overwrote records we had not read */
@@ -439,6 +484,8 @@ int main(int argc, char **argv)
 		c.cursor.next_seq = -1;
 	kfr_parser_init(&p, print_report, &c);
 	c.parser = &p;
+	if (kmsg && follow && c.cursor_path)
+		catch_stop();
 	if (kmsg)
 		ret = read_kmsg(&c, kmsg, follow);
 	else if (optind == argc)

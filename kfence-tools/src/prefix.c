@@ -12,9 +12,14 @@
  *   Android              [   44.627362] [ T6006]c7   6006 msg
  *   dmesg -T             [Thu Dec  3 17:39:26 2026] msg
  *   syslog, journalctl   Dec  3 17:39:26 host kernel: msg
- *   journalctl -o short-iso / short-monotonic
+ *   journalctl -o short-precise / short-iso / short-full / short-unix /
+ *   short-monotonic      Dec 03 17:39:26.627362 host kernel: msg
  *                        2026-12-03T17:39:26+0000 host kernel: msg
+ *                        Thu 2026-12-03 17:39:26 UTC host kernel: msg
+ *                        1764783566.627362 host kernel: msg
  *                        [   44.627362] host kernel: msg
+ *   dmesg --time-format=iso
+ *                        2026-12-03T17:39:26,627362+00:00 msg
  *   serial, test harness anything short, then one of the timestamps
  */
 #include "report.h"
@@ -51,25 +56,70 @@ static const char *mono_stamp(const char *s, struct kfr_prefix *px)
 	return q + 1;
 }
 
-/*
- * "Dec  3 17:39:26" or "Dec 03 17:39:26" at @s: its length, or 0. The
- * month is whatever journalctl's locale calls it ("sty", "Dez", "paź"):
- * a word of letters or UTF-8 bytes.
- */
-static size_t bsd_date(const char *s)
+/* A word of letters or UTF-8 bytes (a month or weekday in any locale). */
+static size_t name_word(const char *s)
 {
 	size_t m = 0;
 
 	while (m < 12 && (isalpha((unsigned char)s[m]) || (unsigned char)s[m] >= 0x80))
 		m++;
-	if (m < 3 || s[m] != ' ' || strnlen(s, m + 12) < m + 12)
+	return m;
+}
+
+/* "hh:mm:ss" and an optional ".123456" fraction at @s: its length, or 0. */
+static size_t clock_time(const char *s)
+{
+	if (strnlen(s, 8) < 8 || !isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[1]) ||
+	    s[2] != ':' || s[5] != ':' || !isdigit((unsigned char)s[7]))
+		return 0;
+	if (s[8] == '.' && isdigit((unsigned char)s[9]))
+		return 9 + strspn(s + 9, "0123456789");
+	return 8;
+}
+
+/*
+ * "Dec  3 17:39:26" or "Dec 03 17:39:26" (journalctl -o short-precise: with
+ * ".123456") at @s: its length, or 0. The month is whatever journalctl's
+ * locale calls it ("sty", "Dez", "paź").
+ */
+static size_t bsd_date(const char *s)
+{
+	size_t m = name_word(s), t;
+
+	if (m < 3 || s[m] != ' ' || strnlen(s, m + 4) < m + 4)
 		return 0;
 	s += m + 1;
 	if (!(isdigit((unsigned char)s[0]) || s[0] == ' ') || !isdigit((unsigned char)s[1]) ||
-	    s[2] != ' ' || !isdigit((unsigned char)s[3]) || !isdigit((unsigned char)s[4]) ||
-	    s[5] != ':' || s[8] != ':' || !isdigit((unsigned char)s[10]))
+	    s[2] != ' ')
 		return 0;
-	return m + 1 + 11;
+	t = clock_time(s + 3);
+	return t ? m + 1 + 3 + t : 0;
+}
+
+/* journalctl -o short-full: "Thu 2026-12-03 17:39:26 UTC" at @s, or 0. */
+static size_t full_date(const char *s)
+{
+	size_t m = name_word(s), t;
+
+	if (m < 2 || s[m] != ' ' || strnlen(s + m + 1, 11) < 11 ||
+	    strspn(s + m + 1, "0123456789") != 4 || s[m + 5] != '-' || s[m + 8] != '-' ||
+	    s[m + 11] != ' ')
+		return 0;
+	t = clock_time(s + m + 12);
+	if (!t || s[m + 12 + t] != ' ')
+		return 0;
+	t += m + 13;
+	return t + strcspn(s + t, " ");
+}
+
+/* journalctl -o short-unix: "1764783566.675017" at @s, or 0. */
+static size_t unix_stamp(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (n < 9 || s[n] != '.' || !isdigit((unsigned char)s[n + 1]))
+		return 0;
+	return n + 1 + strspn(s + n + 1, "0123456789");
 }
 
 /* "2026-12-03T17:39:26[.frac][+zone]" at @s: its length, or 0. */
@@ -211,11 +261,20 @@ const char *kfr_message(const char *line, struct kfr_prefix *px)
 	n = bsd_date(s);
 	if (!n)
 		n = iso_date(s);
+	if (!n)
+		n = full_date(s);
+	if (!n)
+		n = unix_stamp(s);
 	if (n && (q = syslog_host(s + n, px))) {
 		copy_field(px->wallclock, sizeof(px->wallclock), s, n);
 		s = q;
 	} else if ((end = mono_stamp(s, px)) && (q = syslog_host(end, px))) {
 		s = q;	/* journalctl -o short-monotonic */
+	} else if ((n = iso_date(s)) && s[n] == ' ') {
+		/* dmesg --time-format=iso: the date, then the message */
+		px->ts[0] = '\0';
+		copy_field(px->wallclock, sizeof(px->wallclock), s, n);
+		s += n + 1;
 	} else {
 		px->ts[0] = '\0';
 	}

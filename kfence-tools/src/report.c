@@ -7,9 +7,9 @@
  * With printk caller ids each task's report is read apart from the others.
  *
  * The formats, from mm/kfence/report.c and lib/dump_stack.c:
- *   5.12     kfence-#N [0xS-0xE, size=Z, cache=C] allocated by task P:
+ *   5.12-14  kfence-#N [0xS-0xE, size=Z, cache=C] allocated by task P:
  *            freed by task P:
- *   5.13+    kfence-#N: 0xS-0xE, size=Z, cache=C
+ *   5.15+    kfence-#N: 0xS-0xE, size=Z, cache=C
  *            allocated by task P on cpu C at T.s:
  *   6.12     allocated by task P on cpu C at T.s (A.s ago):
  *            rcu freeing by task P on cpu C at T.s (A.s ago):
@@ -94,6 +94,7 @@ static void slot_reset(struct kfr_slot *sl)
 	kfr_report_clear(&sl->cur);
 	sl->active = false;
 	sl->caller[0] = '\0';
+	sl->host[0] = '\0';
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
@@ -266,17 +267,48 @@ static void set_function(struct kfr_report *r, const char *s, size_t n)
 		set_str(&r->module, sp + 2, strcspn(sp + 2, " ]"));
 }
 
+/* Each kind of report: how its title and its detail line begin. */
 static const struct {
 	const char *prefix;
 	const char *kind;
 	bool has_access;
+	const char *detail;
 } titles[] = {
-	{ "out-of-bounds ", "out-of-bounds", true },
-	{ "use-after-free ", "use-after-free", true },
-	{ "memory corruption", "memory-corruption", false },
-	{ "invalid free", "invalid-free", false },
-	{ "invalid ", "invalid-access", true },
+	{ "out-of-bounds ", "out-of-bounds", true, "Out-of-bounds " },
+	{ "use-after-free ", "use-after-free", true, "Use-after-free " },
+	{ "memory corruption", "memory-corruption", false, "Corrupted memory at " },
+	{ "invalid free", "invalid-free", false, "Invalid free of " },
+	{ "invalid ", "invalid-access", true, "Invalid " },
 };
+
+#define N_TITLES (sizeof(titles) / sizeof(titles[0]))
+
+/* Kind and access of titles[i], the access word at @s; "unknown" past the end. */
+static void set_kind(struct kfr_report *r, size_t i, const char *s)
+{
+	if (i == N_TITLES) {
+		set_str(&r->kind, "unknown", 7);
+		return;
+	}
+	set_str(&r->kind, titles[i].kind, strlen(titles[i].kind));
+	if (!titles[i].has_access)
+		return;
+	if (starts(s, "read"))
+		set_str(&r->access, "read", 4);
+	else if (starts(s, "write"))
+		set_str(&r->access, "write", 5);
+}
+
+/* The kind of a detail line ("Use-after-free read at ..."), or N_TITLES. */
+static size_t detail_kind(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < N_TITLES; i++)
+		if (starts(s, titles[i].detail))
+			break;
+	return i;
+}
 
 /* After "BUG: KFENCE: " */
 static void parse_title(struct kfr_report *r, const char *s, size_t n)
@@ -284,21 +316,12 @@ static void parse_title(struct kfr_report *r, const char *s, size_t n)
 	const char *in, *end = s + n;
 	size_t i;
 
-	for (i = 0; i < sizeof(titles) / sizeof(titles[0]); i++)
+	for (i = 0; i < N_TITLES; i++)
 		if (starts(s, titles[i].prefix))
 			break;
-	if (i == sizeof(titles) / sizeof(titles[0])) {
-		set_str(&r->kind, "unknown", 7);
-	} else {
-		set_str(&r->kind, titles[i].kind, strlen(titles[i].kind));
-		if (titles[i].has_access) {
-			s += strlen(titles[i].prefix);
-			if (starts(s, "read"))
-				set_str(&r->access, "read", 4);
-			else if (starts(s, "write"))
-				set_str(&r->access, "write", 5);
-		}
-	}
+	if (i < N_TITLES)
+		s += strlen(titles[i].prefix);
+	set_kind(r, i, s);
 	in = strstr(s, " in ");
 	if (in && in + 4 < end)
 		set_function(r, in + 4, (size_t)(end - in - 4));
@@ -375,8 +398,8 @@ static void set_range(struct kfr_report *r, const char *s, const char *stop)
 static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb);
 
 /*
- * 5.13+: "kfence-#N: 0xSTART-0xEND, size=S, cache=C"
- * 5.12:  "kfence-#N [0xSTART-0xEND, size=S, cache=C] allocated by task P:"
+ * 5.15+:   "kfence-#N: 0xSTART-0xEND, size=S, cache=C"
+ * 5.12-14: "kfence-#N [0xSTART-0xEND, size=S, cache=C] allocated by task P:"
  * Returns 2 when the line also opened the allocation track.
  */
 static int parse_object(struct kfr_report *r, const char *s, size_t n)
@@ -408,8 +431,9 @@ static int parse_object(struct kfr_report *r, const char *s, size_t n)
 }
 
 /*
- * "allocated by task P on cpu C at T.s:", 6.12's "... at T.s (A.s ago):",
- * 5.12's "allocated by task P:", and 6.12's "rcu freeing by task ...".
+ * "allocated by task P on cpu C at T.s:" (5.15+), 6.12's "... at
+ * T.s (A.s ago):", 5.12-5.14's "allocated by task P:", and 6.12's "rcu freeing
+ * by task ...".
  */
 static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 {
@@ -602,12 +626,30 @@ static bool is_ruler(const char *s, size_t n)
 	return n >= 20 && strspn(s, "=") == n;
 }
 
-static struct kfr_slot *slot_find(struct kfr_parser *p, const char *caller)
+/*
+ * The report a line belongs to: same task (caller id) on the same host. A
+ * report whose title came without a host (a paste that lost the title's
+ * prefix) takes the host of the first line that has one.
+ */
+static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix *px)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active && !strcmp(p->slots[i].caller, caller))
-			return &p->slots[i];
-	return NULL;
+	struct kfr_slot *sl, *hostless = NULL;
+
+	for (size_t i = 0; i < KFR_SLOTS; i++) {
+		sl = &p->slots[i];
+		if (!sl->active || strcmp(sl->caller, px->caller))
+			continue;
+		if (!strcmp(sl->host, px->host))
+			return sl;
+		if (!sl->host[0])
+			hostless = sl;
+	}
+	if (hostless && px->host[0]) {
+		snprintf(hostless->host, sizeof(hostless->host), "%s", px->host);
+		if (!hostless->cur.host)
+			hostless->cur.host = xstrndup(px->host, strlen(px->host));
+	}
+	return hostless;
 }
 
 static struct kfr_slot *slot_new(struct kfr_parser *p)
@@ -640,11 +682,10 @@ static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
 		set_function(r, in + 4, (size_t)(end - in - 4));
 }
 
-static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+/* A new report of @px's task and host, in a slot of its own. */
+static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix *px)
 {
-	bool kasan = starts(title, "BUG: KASAN: ");
-	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
-	struct kfr_slot *sl = slot_find(p, px->caller);
+	struct kfr_slot *sl = slot_find(p, px);
 	bool mixed = false;
 
 	if (sl) {
@@ -659,6 +700,7 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 	}
 	sl->active = true;
 	snprintf(sl->caller, sizeof(sl->caller), "%s", px->caller);
+	snprintf(sl->host, sizeof(sl->host), "%s", px->host);
 	sl->section = KFR_HEAD;
 	sl->gap = mixed ? KFR_R_INTERLEAVED : NULL;
 	sl->cur.line = p->lineno;
@@ -667,12 +709,42 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 	sl->cur.wallclock = dup_or_null(px->wallclock);
 	sl->cur.caller = dup_or_null(px->caller);
 	sl->cur.host = dup_or_null(px->host);
+	return sl;
+}
+
+static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+{
+	bool kasan = starts(title, "BUG: KASAN: ");
+	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
+	struct kfr_slot *sl = open_slot(p, px);
+
 	sl->kasan = kasan;
 	sl->cur.detector = kasan ? "kasan" : "kfence";
 	if (kasan)
 		parse_kasan_title(&sl->cur, s, trimmed_len(s));
 	else
 		parse_title(&sl->cur, s, trimmed_len(s));
+}
+
+/*
+ * A detail line with no report open ("Use-after-free read at 0x... (in
+ * kfence-#179):"): the log lost the report's title (it begins inside the
+ * report, or the title's records were overwritten). The rest is read as a
+ * report of the kind and access the detail line gives, with reason no-title.
+ */
+static struct kfr_slot *start_headless(struct kfr_parser *p, const char *s,
+				       const struct kfr_prefix *px)
+{
+	size_t k = detail_kind(s);
+	struct kfr_slot *sl;
+
+	if (k == N_TITLES || !strstr(s, "kfence-#"))
+		return NULL;
+	sl = open_slot(p, px);
+	sl->gap = KFR_R_NO_TITLE;
+	sl->cur.detector = "kfence";
+	set_kind(&sl->cur, k, s + strlen(titles[k].detail));
+	return sl;
 }
 
 static struct kfr_stack *section_stack(struct kfr_slot *sl)
@@ -803,7 +875,7 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		/* KASAN prints one title line per inlined frame: the first
 		 * opens the report, the others repeat it
 		 */
-		sl = slot_find(p, px->caller);
+		sl = slot_find(p, px);
 		if (sl && sl->kasan && !sl->detail)
 			return;
 	}
@@ -811,7 +883,9 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		start_report(p, title, px);
 		return;
 	}
-	sl = slot_find(p, px->caller);
+	sl = slot_find(p, px);
+	if (!sl)
+		sl = start_headless(p, s, px);
 	if (!sl)
 		return;
 	if (px->seq >= 0)
@@ -905,9 +979,11 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 
 	p->lineno++;
 	/* Nearly every line of a log is no report's: outside a report only a
-	 * title matters. The sequence numbers skipped are unknown, not lost.
+	 * title matters, or a detail line whose title was lost. The sequence
+	 * numbers skipped are unknown, not lost.
 	 */
-	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ")) {
+	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
+	    !strstr(line, "kfence-#")) {
 		p->last_seq = -1;
 		return;
 	}

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 /* The version of the JSON records (kfence-report(1)); bump on any change. */
-#define KFR_SCHEMA 2
+#define KFR_SCHEMA 3
 
 /* KFENCE_STACK_DEPTH in the kernel; more frames means garbled input. */
 #define KFR_MAX_FRAMES 64
@@ -30,8 +30,8 @@ struct kfr_track {
 	bool present;
 	bool rcu;		/* 6.12: "rcu freeing by task" (not yet freed) */
 	int pid;
-	int cpu;		/* -1 before 5.13, which did not print it */
-	char *time;		/* seconds since boot, as printed; NULL before 5.13 */
+	int cpu;		/* -1 before 5.15, which did not print it */
+	char *time;		/* seconds since boot, as printed; NULL before 5.15 */
 	struct kfr_stack stack;
 };
 
@@ -93,6 +93,7 @@ struct kfr_report {
 #define KFR_R_NO_OBJECT "no-object"
 #define KFR_R_NO_FOOTER "no-footer"
 #define KFR_R_TOO_LONG "too-long"		/* no closing ruler in KFR_MAX_BODY lines */
+#define KFR_R_NO_TITLE "no-title"		/* begun at its detail line: title lost */
 
 enum kfr_section {
 	KFR_NONE, KFR_HEAD, KFR_STACK, KFR_OBJECT, KFR_ALLOC, KFR_FREE, KFR_TAIL,
@@ -100,12 +101,13 @@ enum kfr_section {
 
 typedef void (*kfr_emit_fn)(const struct kfr_report *r, void *arg);
 
-/* One report being read; several at once when printk caller ids tell apart
- * the tasks whose lines interleave.
+/* One report being read; several at once when printk caller ids (or the
+ * hosts of a central syslog) tell apart the lines that interleave.
  */
 struct kfr_slot {
 	bool active;
 	char caller[16];	/* "" when the log has no caller ids */
+	char host[64];		/* "" when the lines name no host */
 	enum kfr_section section;
 	unsigned long body_lines;
 	bool detail;		/* the line after the title was seen */

@@ -28,8 +28,8 @@ static const char *const skip_list[] = {
 	/* KASAN's report path, at the top of its call trace */
 	"dump_stack*", "__dump_stack", "show_stack", "print_report",
 	"print_address_description*", "check_memory_region*",
-	/* string and memory helpers */
-	"memcpy*", "__memcpy*", "memmove", "__memmove", "memset*", "__memset",
+	/* string and memory helpers (arm64's are __pi_memcmp, __pi_strlen...) */
+	"__pi_*", "memcpy*", "__memcpy*", "memmove", "__memmove", "memset*", "__memset",
 	"memcmp", "__memcmp", "bcmp", "memzero_explicit", "memchr*", "memscan", "strcmp", "strncmp",
 	"strcasecmp", "strncasecmp", "strlen", "strnlen", "strcpy", "strncpy",
 	"strscpy*", "sized_strscpy", "strlcpy", "strcat", "strncat", "strlcat",
