@@ -61,6 +61,18 @@ if "$run" --build "$build" --seconds 2 --targets "$tmp/clean.targets" >/dev/null
 else
 	echo "not ok - a clean target failed"; fail=1
 fi
+# --merge: what the run found that adds coverage joins the kept corpus.
+mkdir "$tmp/kept"
+printf 'x' >"$tmp/kept/x"
+printf 'self-merge\t%s\t%s\n' "$tmp/clean" "$tmp/kept" >"$tmp/merge.targets"
+out=$("$run" --build "$build" --seconds 2 --merge --targets "$tmp/merge.targets" 2>&1)
+rc=$?
+n=$(find "$tmp/kept" -type f | wc -l)
+if [ "$rc" -eq 0 ] && [ "$n" -gt 1 ] && printf '%s\n' "$out" | grep -q '^ok - fuzz self-merge --merge: '; then
+	echo "ok - --merge adds new inputs to the kept corpus ($n files now)"
+else
+	echo "not ok - --merge: exit $rc, $n files in the corpus"; printf '%s\n' "$out"; fail=1
+fi
 if "$run" --build "$build" --seconds 0 --targets "$tmp/clean.targets" >/dev/null 2>&1; then
 	echo "not ok - --seconds 0 was accepted"; fail=1
 else
