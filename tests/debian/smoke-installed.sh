@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs inside the chroot after the .debs are installed: each product's smoke
-# shellcheck disable=SC2016 # the sh -c scripts expand in the inner shell
 # check from its installed path, nothing from the source tree.
+# shellcheck disable=SC2016 # the sh -c scripts expand in the inner shell
 set -eu
 fail=0
 ok() { echo "ok - $1"; }
