@@ -763,52 +763,43 @@ static void check_published(void)
 			 bad, missing, ITER * FILES);
 }
 
-static void publish(bool reuse, bool unpaired, bool tiny)
+struct publish_case {
+	bool reuse;		/* one .tmp name for every iteration */
+	bool unpaired;		/* --unpaired-renames */
+	bool tiny;		/* a 4-descriptor cache */
+	bool stopped;		/* the watcher stopped while the loop runs */
+};
+
+/*
+ * With the watcher stopped, every directory's CREATE is read after the
+ * directory was filled and renamed (and, with a reused name, after the
+ * name came back): the hard path, taken every time rather than when the
+ * timing happens to, and well within the queue (about 8 events a turn).
+ */
+static void publish(void **state)
 {
+	const struct publish_case *pc = *state;
 	const char *args[] = { "-m", "-r", "-e", "create", "-e", "moved_to",
 			       "--format", "%w %f", "w", NULL, NULL };
 
-	if (unpaired) {
+	if (pc->unpaired) {
 		args[8] = "--unpaired-renames";
 		args[9] = "w";
 	}
-	reuse_tmp = reuse;
-	pre_exec = tiny ? tiny_fd_cache : NULL;
+	reuse_tmp = pc->reuse;
+	pre_exec = pc->tiny ? tiny_fd_cache : NULL;
 	spawn(args, true);
 	pre_exec = NULL;
+	if (pc->stopped)
+		kill(P.pid, SIGSTOP);
 	publish_loop();
+	if (pc->stopped)
+		kill(P.pid, SIGCONT);
 	check_published();
 }
 
-static void publish_unique(void **state)
-{
-	(void)state;
-	publish(false, false, false);
-}
-
-static void publish_reused(void **state)
-{
-	(void)state;
-	publish(true, false, false);
-}
-
-static void publish_unique_unpaired(void **state)
-{
-	(void)state;
-	publish(false, true, false);
-}
-
-static void publish_reused_unpaired(void **state)
-{
-	(void)state;
-	publish(true, true, false);
-}
-
-static void publish_reused_tiny_cache(void **state)
-{
-	(void)state;
-	publish(true, false, true);
-}
+#define PUBLISH(name, ...) { "publish_" #name, publish, fresh, NULL, \
+	&(struct publish_case){ __VA_ARGS__ } }
 
 /* A directory moved in: what it holds, at any depth, is CREATE,SCAN. */
 static void moved_in_contents(void **state)
@@ -1025,11 +1016,16 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(fromfile_outfile, fresh),
 		cmocka_unit_test_setup(no_file_handles, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
-		cmocka_unit_test_setup(publish_unique, fresh),
-		cmocka_unit_test_setup(publish_reused, fresh),
-		cmocka_unit_test_setup(publish_unique_unpaired, fresh),
-		cmocka_unit_test_setup(publish_reused_unpaired, fresh),
-		cmocka_unit_test_setup(publish_reused_tiny_cache, fresh),
+		PUBLISH(unique, .reuse = false),
+		PUBLISH(reused, .reuse = true),
+		PUBLISH(unique_unpaired, .unpaired = true),
+		PUBLISH(reused_unpaired, .reuse = true, .unpaired = true),
+		PUBLISH(reused_tiny_cache, .reuse = true, .tiny = true),
+		PUBLISH(unique_stopped, .stopped = true),
+		PUBLISH(reused_stopped, .reuse = true, .stopped = true),
+		PUBLISH(unique_unpaired_stopped, .unpaired = true, .stopped = true),
+		PUBLISH(reused_unpaired_stopped, .reuse = true, .unpaired = true,
+			.stopped = true),
 		cmocka_unit_test_setup(moved_in_contents, fresh),
 		cmocka_unit_test_setup(rename_while_scanning, fresh),
 		cmocka_unit_test_setup(paired_text, fresh),
