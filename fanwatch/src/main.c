@@ -274,6 +274,10 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 		fw_err("--json and --format cannot both be specified");
 		return -1;
 	}
+	if (o->fmt.timefmt && !o->fmt.format) {
+		fw_err("--timefmt cannot be specified without --format");
+		return -1;
+	}
 	if (fw_format_wants_time(o->fmt.format) && !o->fmt.timefmt) {
 		fw_err("%%T is in --format string, but --timefmt was not specified");
 		return -1;

@@ -658,6 +658,7 @@ static void exit_codes(void **state)
 	static const char *const file[] = { "-t", "1", "w/file", NULL };
 	static const char *const csvfmt[] = { "--csv", "--format", "%w", "w", NULL };
 	static const char *const notimefmt[] = { "--format", "%T %f", "w", NULL };
+	static const char *const timefmt_alone[] = { "--timefmt", "%Y", "w", NULL };
 	static const char *const daemon_noout[] = { "-d", "w", NULL };
 	static const char *const badre[] = { "--exclude", "(", "w", NULL };
 	static const char *const none[] = { NULL };
@@ -678,6 +679,8 @@ static void exit_codes(void **state)
 	assert_non_null(strstr(P.ebuf, "-c and --format cannot both be specified"));
 	assert_int_equal(run(notimefmt, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "%T is in --format string, but --timefmt was not specified"));
+	assert_int_equal(run(timefmt_alone, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "--timefmt cannot be specified without --format"));
 	assert_int_equal(run(daemon_noout, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "--daemon needs -o"));
 	assert_int_equal(run(badre, NULL), 1);
