@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -956,6 +958,93 @@ static void dir_gone(void **state)
 	finish();
 }
 
+/*
+ * Any tree size: a hard RLIMIT_NOFILE far below the number of directories
+ * (as "ulimit -n 1024" is to a 100 000-directory tree) still leaves every
+ * directory marked, counted in the group's fdinfo, and every leaf reports.
+ */
+#define TOPS 40
+#define LEAVES 25
+#define NOFILE 64
+
+static void low_nofile(void)
+{
+	struct rlimit r = { NOFILE, NOFILE };
+
+	setrlimit(RLIMIT_NOFILE, &r);
+}
+
+/* Inode marks of P's fanotify group, from /proc/PID/fdinfo; -1 if unseen. */
+static long count_marks(void)
+{
+	char path[320], link[64], line[512];
+	long marks = -1;
+	struct dirent *de;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)P.pid);
+	dir = opendir(path);
+	assert_non_null(dir);
+	while (marks < 0 && (de = readdir(dir))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)P.pid, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || (link[n] = '\0', !strstr(link, "fanotify")))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)P.pid, de->d_name);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		for (marks = 0; fgets(line, sizeof(line), f);)
+			marks += !strncmp(line, "fanotify ino:", 13);
+		fclose(f);
+	}
+	closedir(dir);
+	return marks;
+}
+
+static void tree_beyond_nofile(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "-e", "create", "--format", "%w %f",
+					    "w", NULL };
+	char p[64];
+	int i, k, seen = 0;
+	char *l;
+
+	(void)state;
+	if (access("/proc/self/fdinfo", R_OK))
+		K513_SKIP("no /proc: the marks are counted in fdinfo");
+	for (i = 0; i < TOPS; i++) {
+		snprintf(p, sizeof(p), "w/d%d", i);
+		assert_int_equal(mkdir(p, 0755), 0);
+		for (k = 0; k < LEAVES; k++) {
+			snprintf(p, sizeof(p), "w/d%d/e%d", i, k);
+			assert_int_equal(mkdir(p, 0755), 0);
+		}
+	}
+	pre_exec = low_nofile;
+	spawn(args, true);
+	pre_exec = NULL;
+	assert_int_equal(count_marks(), 1 + TOPS + TOPS * LEAVES);
+	for (i = 0; i < TOPS; i++) {
+		for (k = 0; k < LEAVES; k++) {
+			snprintf(p, sizeof(p), "w/d%d/e%d/x", i, k);
+			write_file(p, "");
+		}
+	}
+	write_file("w/done", "");
+	while ((l = next_line(LINE_TIMEOUT_MS)) && strcmp(l, "w/ done")) {
+		seen += !!strstr(l, "/ x");
+		free(l);
+	}
+	free(l);
+	drain_err(0);
+	assert_null(strstr(P.ebuf, "warning"));
+	finish();
+	assert_int_equal(seen, TOPS * LEAVES);
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1035,6 +1124,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(cookies, fresh),
 		cmocka_unit_test_setup(dir_gone, fresh),
 		cmocka_unit_test_setup(listable_not_searchable, fresh),
+		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
