@@ -350,6 +350,20 @@ static void root_moved(void **state)
 	finish();
 }
 
+static void act_rmdir_root(void)
+{
+	assert_int_equal(rmdir("w"), 0);
+}
+
+/* A removed top directory: DELETE_SELF, then fanwatch ends (status 0). */
+static void root_removed(void **state)
+{
+	(void)state;
+	assert_int_equal(run(monitor, act_rmdir_root), 0);
+	assert_non_null(strstr(P.obuf, "w/ DELETE_SELF \n"));
+	assert_non_null(strstr(P.ebuf, "nothing watched is left"));
+}
+
 static void odd_names_csv(void **state)
 {
 	static const char *const args[] = { "-m", "--csv", "w", NULL };
@@ -1096,6 +1110,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(workload_paired, fresh),
 		cmocka_unit_test_setup(workload_unpaired, fresh),
 		cmocka_unit_test_setup(root_moved, fresh),
+		cmocka_unit_test_setup(root_removed, fresh),
 		cmocka_unit_test_setup(odd_names_csv, fresh),
 		cmocka_unit_test_setup(odd_names_json, fresh),
 		cmocka_unit_test_setup(new_dir_scanned, fresh),
