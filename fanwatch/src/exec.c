@@ -3,10 +3,14 @@
  * --exec: collect the changed paths, wait until the tree has been quiet
  * for --settle ms, run the command once with them; at most one run at a
  * time, changes during a run queue one more (or restart it with
- * --restart).  A command that changes files it watches would loop: a
- * rerun is not started when every path that changed during a run also
- * changed during the run before (the command's own writes); that is said
- * once, naming a path to put in --ignore-file.
+ * --restart).  A command that changes files it watches would loop.  The
+ * listener is not told which process made a change (an unprivileged
+ * group gets pid 0 for others' events), so a rerun is not started when
+ * every path that changed during a run also changed during the run before
+ * (the command rewrites the same files), nor after MAX_CHAIN runs in a
+ * row that only changes made during the run before had started (it makes
+ * new names each time: timestamped files, temporaries renamed into
+ * place); that is said once, naming a path to put in --ignore-file.
  */
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +25,7 @@
 #include "watch.h"
 
 #define MAX_ARGS 1000			/* beyond: FANWATCH_PATHS_DROPPED */
+#define MAX_CHAIN 2			/* self-started reruns in a row */
 
 struct pathset {
 	char **v;
@@ -36,6 +41,9 @@ static struct {
 	struct pathset todo;		/* changes for the next run */
 	struct pathset during, prev;	/* changed while this / the last run ran */
 	bool due;			/* a run is wanted */
+	bool idle_change;		/* a change came while nothing ran */
+	unsigned int chain;		/* runs in a row started only by changes
+					 * made during the run before */
 	bool exited;			/* reaped; its last events not yet read */
 	int status;
 	bool warned_loop;
@@ -90,6 +98,8 @@ static void add_path(const char *dir, const char *name)
 	set_add(&X.todo, p);
 	if (X.child)
 		set_add(&X.during, p);
+	else
+		X.idle_change = true;
 	free(p);
 	X.due = true;
 	X.last_event = now_ms();
@@ -167,10 +177,23 @@ static void start(struct fw_ctx *c)
 	}
 	setpgid(pid, pid);
 	X.child = pid;
+	X.chain = X.idle_change ? 0 : X.chain + 1;
+	X.idle_change = false;
 	X.kill_at = 0;
 	X.due = false;
 	set_clear(&X.todo);
 	set_clear(&X.during);
+}
+
+/* Once: the command seems to change what it watches; which path, and why. */
+static void warn_loop(struct fw_ctx *c, bool same_paths)
+{
+	if (same_paths)
+		fw_warn(c, "--exec: the command itself changes %s (it changed during two runs in a row); not rerunning for it: add it to --ignore-file",
+			X.during.v[0]);
+	else
+		fw_warn(c, "--exec: the command itself changes what it watches, e.g. %s (changes made while it ran started %u runs in a row); not rerunning for them: add its outputs to --ignore-file",
+			X.during.v[0], MAX_CHAIN);
 }
 
 /* The run ended: the exit status policy, and the feedback-loop guard. */
@@ -198,10 +221,9 @@ static void ended(struct fw_ctx *c, int st)
 	}
 	for (i = 0; i < X.during.n; i++)
 		own += set_has(&X.prev, X.during.v[i]);
-	if (X.during.n && own == X.during.n && !killed) {
+	if (X.during.n && !killed && (own == X.during.n || X.chain >= MAX_CHAIN)) {
 		if (!X.warned_loop)
-			fw_warn(c, "--exec: the command itself changes %s (it changed during two runs in a row); not rerunning for it: add it to --ignore-file",
-				X.during.v[0]);
+			warn_loop(c, own == X.during.n);
 		X.warned_loop = true;
 		X.due = false;
 		set_clear(&X.todo);
@@ -307,6 +329,7 @@ int fw_exec_setup(struct fw_ctx *c, const struct fw_exec_opts *eo)
 	c->hooks.deadline = deadline;
 	c->hooks.tick = tick;
 	X.due = !eo->postpone;
+	X.idle_change = true;		/* the first run is the user's */
 	X.last_event = now_ms() - eo->settle_ms;
 	return 0;
 }

@@ -61,7 +61,7 @@ static const struct option longopts[] = {
 
 static void usage(FILE *f)
 {
-	fputs("Usage: fanwatch [options] DIR|FILE...\n"
+	fputs("Usage: fanwatch [options] DIR|FILE|@EXCLUDED...\n"
 	      "Watch directories for changes with fanotify, as a normal user.\n\n"
 	      "  -m, --monitor          keep watching (default: exit after one event)\n"
 	      "  -d, --daemon           like -m, in the background; needs -o; errors to syslog\n"
@@ -117,37 +117,43 @@ static void roots_add(struct roots *r, const char *s)
 	}
 }
 
-/* --fromfile: one directory a line; "@DIR" means leave DIR out. */
+/* A target, or "@PATH": that path and what is below it are left out. */
+static int add_target(struct roots *r, struct fw_opts *o, const char *s)
+{
+	if (s[0] != '@') {
+		roots_add(r, s);
+		return 0;
+	}
+	if (fw_filter_add_path(&o->filter, s + 1)) {
+		fw_err("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* --fromfile: one target a line, as on the command line. */
 static int read_fromfile(const char *file, struct roots *r, struct fw_opts *o)
 {
 	FILE *f = strcmp(file, "-") ? fopen(file, "re") : stdin;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
+	int ret = 0;
 
 	if (!f) {
 		fw_err("cannot read --fromfile '%s': %s", file, strerror(errno));
 		return -1;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	while (!ret && (n = getline(&line, &cap, f)) > 0) {
 		if (line[n - 1] == '\n')
 			line[--n] = '\0';
-		if (!n)
-			continue;
-		if (line[0] != '@') {
-			roots_add(r, line);
-			continue;
-		}
-		/* "@PATH": that path and what is below it are left out. */
-		if (fw_filter_add_path(&o->filter, line + 1)) {
-			fw_err("out of memory");
-			break;
-		}
+		if (n)
+			ret = add_target(r, o, line);
 	}
 	free(line);
 	if (f != stdin)
 		fclose(f);
-	return 0;
+	return ret;
 }
 
 static int set_filter(struct fw_opts *o, int opt, const char *re)
@@ -261,8 +267,10 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 			return -1;
 		}
 	}
+	/* "@PATH" among the targets excludes, as inotifywait's @<file>. */
 	for (; optind < argc; optind++)
-		roots_add(r, argv[optind]);
+		if (add_target(r, o, argv[optind]))
+			return -1;
 	if (!o->events)
 		o->events = DEFAULT_EVENTS;
 	/* Refused as inotifywait refuses them. */
@@ -272,6 +280,10 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 	}
 	if (o->fmt.format && o->fmt.style == FW_STYLE_JSON) {
 		fw_err("--json and --format cannot both be specified");
+		return -1;
+	}
+	if (o->fmt.timefmt && !o->fmt.format) {
+		fw_err("--timefmt cannot be specified without --format");
 		return -1;
 	}
 	if (fw_format_wants_time(o->fmt.format) && !o->fmt.timefmt) {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -348,6 +350,20 @@ static void root_moved(void **state)
 	finish();
 }
 
+static void act_rmdir_root(void)
+{
+	assert_int_equal(rmdir("w"), 0);
+}
+
+/* A removed top directory: DELETE_SELF, then fanwatch ends (status 0). */
+static void root_removed(void **state)
+{
+	(void)state;
+	assert_int_equal(run(monitor, act_rmdir_root), 0);
+	assert_non_null(strstr(P.obuf, "w/ DELETE_SELF \n"));
+	assert_non_null(strstr(P.ebuf, "nothing watched is left"));
+}
+
 static void odd_names_csv(void **state)
 {
 	static const char *const args[] = { "-m", "--csv", "w", NULL };
@@ -658,6 +674,7 @@ static void exit_codes(void **state)
 	static const char *const file[] = { "-t", "1", "w/file", NULL };
 	static const char *const csvfmt[] = { "--csv", "--format", "%w", "w", NULL };
 	static const char *const notimefmt[] = { "--format", "%T %f", "w", NULL };
+	static const char *const timefmt_alone[] = { "--timefmt", "%Y", "w", NULL };
 	static const char *const daemon_noout[] = { "-d", "w", NULL };
 	static const char *const badre[] = { "--exclude", "(", "w", NULL };
 	static const char *const none[] = { NULL };
@@ -678,6 +695,8 @@ static void exit_codes(void **state)
 	assert_non_null(strstr(P.ebuf, "-c and --format cannot both be specified"));
 	assert_int_equal(run(notimefmt, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "%T is in --format string, but --timefmt was not specified"));
+	assert_int_equal(run(timefmt_alone, NULL), 1);
+	assert_non_null(strstr(P.ebuf, "--timefmt cannot be specified without --format"));
 	assert_int_equal(run(daemon_noout, NULL), 1);
 	assert_non_null(strstr(P.ebuf, "--daemon needs -o"));
 	assert_int_equal(run(badre, NULL), 1);
@@ -763,52 +782,43 @@ static void check_published(void)
 			 bad, missing, ITER * FILES);
 }
 
-static void publish(bool reuse, bool unpaired, bool tiny)
+struct publish_case {
+	bool reuse;		/* one .tmp name for every iteration */
+	bool unpaired;		/* --unpaired-renames */
+	bool tiny;		/* a 4-descriptor cache */
+	bool stopped;		/* the watcher stopped while the loop runs */
+};
+
+/*
+ * With the watcher stopped, every directory's CREATE is read after the
+ * directory was filled and renamed (and, with a reused name, after the
+ * name came back): the hard path, taken every time rather than when the
+ * timing happens to, and well within the queue (about 8 events a turn).
+ */
+static void publish(void **state)
 {
+	const struct publish_case *pc = *state;
 	const char *args[] = { "-m", "-r", "-e", "create", "-e", "moved_to",
 			       "--format", "%w %f", "w", NULL, NULL };
 
-	if (unpaired) {
+	if (pc->unpaired) {
 		args[8] = "--unpaired-renames";
 		args[9] = "w";
 	}
-	reuse_tmp = reuse;
-	pre_exec = tiny ? tiny_fd_cache : NULL;
+	reuse_tmp = pc->reuse;
+	pre_exec = pc->tiny ? tiny_fd_cache : NULL;
 	spawn(args, true);
 	pre_exec = NULL;
+	if (pc->stopped)
+		kill(P.pid, SIGSTOP);
 	publish_loop();
+	if (pc->stopped)
+		kill(P.pid, SIGCONT);
 	check_published();
 }
 
-static void publish_unique(void **state)
-{
-	(void)state;
-	publish(false, false, false);
-}
-
-static void publish_reused(void **state)
-{
-	(void)state;
-	publish(true, false, false);
-}
-
-static void publish_unique_unpaired(void **state)
-{
-	(void)state;
-	publish(false, true, false);
-}
-
-static void publish_reused_unpaired(void **state)
-{
-	(void)state;
-	publish(true, true, false);
-}
-
-static void publish_reused_tiny_cache(void **state)
-{
-	(void)state;
-	publish(true, false, true);
-}
+#define PUBLISH(name, ...) { "publish_" #name, publish, fresh, NULL, \
+	&(struct publish_case){ __VA_ARGS__ } }
 
 /* A directory moved in: what it holds, at any depth, is CREATE,SCAN. */
 static void moved_in_contents(void **state)
@@ -962,6 +972,93 @@ static void dir_gone(void **state)
 	finish();
 }
 
+/*
+ * Any tree size: a hard RLIMIT_NOFILE far below the number of directories
+ * (as "ulimit -n 1024" is to a 100 000-directory tree) still leaves every
+ * directory marked, counted in the group's fdinfo, and every leaf reports.
+ */
+#define TOPS 40
+#define LEAVES 25
+#define NOFILE 64
+
+static void low_nofile(void)
+{
+	struct rlimit r = { NOFILE, NOFILE };
+
+	setrlimit(RLIMIT_NOFILE, &r);
+}
+
+/* Inode marks of P's fanotify group, from /proc/PID/fdinfo; -1 if unseen. */
+static long count_marks(void)
+{
+	char path[320], link[64], line[512];
+	long marks = -1;
+	struct dirent *de;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)P.pid);
+	dir = opendir(path);
+	assert_non_null(dir);
+	while (marks < 0 && (de = readdir(dir))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)P.pid, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || (link[n] = '\0', !strstr(link, "fanotify")))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)P.pid, de->d_name);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		for (marks = 0; fgets(line, sizeof(line), f);)
+			marks += !strncmp(line, "fanotify ino:", 13);
+		fclose(f);
+	}
+	closedir(dir);
+	return marks;
+}
+
+static void tree_beyond_nofile(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "-e", "create", "--format", "%w %f",
+					    "w", NULL };
+	char p[64];
+	int i, k, seen = 0;
+	char *l;
+
+	(void)state;
+	if (access("/proc/self/fdinfo", R_OK))
+		K513_SKIP("no /proc: the marks are counted in fdinfo");
+	for (i = 0; i < TOPS; i++) {
+		snprintf(p, sizeof(p), "w/d%d", i);
+		assert_int_equal(mkdir(p, 0755), 0);
+		for (k = 0; k < LEAVES; k++) {
+			snprintf(p, sizeof(p), "w/d%d/e%d", i, k);
+			assert_int_equal(mkdir(p, 0755), 0);
+		}
+	}
+	pre_exec = low_nofile;
+	spawn(args, true);
+	pre_exec = NULL;
+	assert_int_equal(count_marks(), 1 + TOPS + TOPS * LEAVES);
+	for (i = 0; i < TOPS; i++) {
+		for (k = 0; k < LEAVES; k++) {
+			snprintf(p, sizeof(p), "w/d%d/e%d/x", i, k);
+			write_file(p, "");
+		}
+	}
+	write_file("w/done", "");
+	while ((l = next_line(LINE_TIMEOUT_MS)) && strcmp(l, "w/ done")) {
+		seen += !!strstr(l, "/ x");
+		free(l);
+	}
+	free(l);
+	drain_err(0);
+	assert_null(strstr(P.ebuf, "warning"));
+	finish();
+	assert_int_equal(seen, TOPS * LEAVES);
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1013,6 +1110,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(workload_paired, fresh),
 		cmocka_unit_test_setup(workload_unpaired, fresh),
 		cmocka_unit_test_setup(root_moved, fresh),
+		cmocka_unit_test_setup(root_removed, fresh),
 		cmocka_unit_test_setup(odd_names_csv, fresh),
 		cmocka_unit_test_setup(odd_names_json, fresh),
 		cmocka_unit_test_setup(new_dir_scanned, fresh),
@@ -1025,17 +1123,23 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(fromfile_outfile, fresh),
 		cmocka_unit_test_setup(no_file_handles, fresh),
 		cmocka_unit_test_setup(exit_codes, fresh),
-		cmocka_unit_test_setup(publish_unique, fresh),
-		cmocka_unit_test_setup(publish_reused, fresh),
-		cmocka_unit_test_setup(publish_unique_unpaired, fresh),
-		cmocka_unit_test_setup(publish_reused_unpaired, fresh),
-		cmocka_unit_test_setup(publish_reused_tiny_cache, fresh),
+		PUBLISH(unique, .reuse = false),
+		PUBLISH(reused, .reuse = true),
+		PUBLISH(unique_unpaired, .unpaired = true),
+		PUBLISH(reused_unpaired, .reuse = true, .unpaired = true),
+		PUBLISH(reused_tiny_cache, .reuse = true, .tiny = true),
+		PUBLISH(unique_stopped, .stopped = true),
+		PUBLISH(reused_stopped, .reuse = true, .stopped = true),
+		PUBLISH(unique_unpaired_stopped, .unpaired = true, .stopped = true),
+		PUBLISH(reused_unpaired_stopped, .reuse = true, .unpaired = true,
+			.stopped = true),
 		cmocka_unit_test_setup(moved_in_contents, fresh),
 		cmocka_unit_test_setup(rename_while_scanning, fresh),
 		cmocka_unit_test_setup(paired_text, fresh),
 		cmocka_unit_test_setup(cookies, fresh),
 		cmocka_unit_test_setup(dir_gone, fresh),
 		cmocka_unit_test_setup(listable_not_searchable, fresh),
+		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
