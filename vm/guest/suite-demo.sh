@@ -51,7 +51,7 @@ demo ""
 $LM row-header | while IFS= read -r line; do demo "$line"; done
 while IFS= read -r line; do demo "$line"; done <"$rows"
 awk '$1 == "minor" { m = $3 } $1 == "stop-copy" { s = $3 } $1 == "postcopy-missing" { p = $3 }
-	END { if (m > 0) printf "K513-DEMO downtime ratios: stop-copy/minor %.1fx, postcopy-missing/minor %.1fx\n", s / m, p / m }' "$rows"
+	END { if (m > 0) printf "K513-DEMO one guest, downtime: minor %.2f ms, stop-copy %.2f ms, postcopy-missing %.2f ms (%.1fx, %.1fx)\n", m, s, p, s / m, p / m }' "$rows"
 
 # The sweep: does minor-mode downtime stay flat as memory and the stale
 # fraction grow?  Every run verifies every page; three runs per point.

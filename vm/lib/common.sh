@@ -68,7 +68,8 @@ K513_ARCHES="x86_64 arm64"
 #   IMAGE_TARGET   the make target that builds the bootable image, IMAGE_FILE
 #                  where it lands under arch/$KARCH/boot/
 #   QEMU QEMU_PKG  the system emulator and its Debian package
-#   QEMU_MACHINE   its machine and CPU options; GUEST_CONSOLE the console
+#   QEMU_MACHINE   its machine and CPU options; GUEST_CONSOLE the console;
+#                  QEMU_NIC the virtio-net device model (PCI, or virtio-mmio)
 #   ELF_MACHINE    what readelf -h prints as "Machine:" for its programs
 #   GUEST_LIBDIR   the multiarch library directory in the guest
 #   CROSS_PACKAGES what a cross build needs on top of the kernel packages
@@ -77,7 +78,7 @@ check_arch() {
 	x86_64)
 		KARCH=x86 CROSS_COMPILE='' IMAGE_TARGET=bzImage IMAGE_FILE=bzImage
 		QEMU=qemu-system-x86_64 QEMU_PKG=qemu-system-x86
-		QEMU_MACHINE=(-cpu max) GUEST_CONSOLE=ttyS0
+		QEMU_MACHINE=(-cpu max) GUEST_CONSOLE=ttyS0 QEMU_NIC=virtio-net-pci
 		ELF_MACHINE='Advanced Micro Devices X86-64' GUEST_LIBDIR=x86_64-linux-gnu
 		CROSS_PACKAGES=() ;;
 	arm64)
@@ -85,7 +86,7 @@ check_arch() {
 		# and PSCI turns "reboot -f" into QEMU's exit.
 		KARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- IMAGE_TARGET=Image IMAGE_FILE=Image
 		QEMU=qemu-system-aarch64 QEMU_PKG=qemu-system-arm
-		QEMU_MACHINE=(-M virt -cpu max) GUEST_CONSOLE=ttyAMA0
+		QEMU_MACHINE=(-M virt -cpu max) GUEST_CONSOLE=ttyAMA0 QEMU_NIC=virtio-net-device
 		ELF_MACHINE=AArch64 GUEST_LIBDIR=aarch64-linux-gnu
 		CROSS_PACKAGES=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross binutils-aarch64-linux-gnu) ;;
 	aarch64) K513_ARCH=arm64; check_arch; return ;;
@@ -93,7 +94,7 @@ check_arch() {
 	esac
 	# shellcheck disable=SC2034 # used by the scripts that source this file
 	: "${KARCH}" "${CROSS_COMPILE}" "${IMAGE_TARGET}" "${IMAGE_FILE}" "${QEMU}" "${QEMU_PKG}" \
-		"${GUEST_CONSOLE}" "${ELF_MACHINE}" "${GUEST_LIBDIR}" "${QEMU_MACHINE[@]}" \
+		"${GUEST_CONSOLE}" "${ELF_MACHINE}" "${GUEST_LIBDIR}" "${QEMU_MACHINE[@]}" "${QEMU_NIC}" \
 		"${CROSS_PACKAGES[@]}"
 	export K513_ARCH
 }
