@@ -32,18 +32,26 @@ int lmt_listener(char *addr, size_t len)
 	return fd;
 }
 
-pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args)
+pid_t lmt_fork(void)
 {
 	pid_t pid;
-	char *argv[48];
-	int n = 0;
 
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
+	if (!pid)
+		alarm(LM_TEST_DEADLINE);
+	return pid;
+}
+
+pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args)
+{
+	pid_t pid = lmt_fork();
+	char *argv[48];
+	int n = 0;
+
 	if (pid)
 		return pid;
-	alarm(LM_TEST_DEADLINE);
 	if (errfile && !freopen(errfile, "w", stderr))
 		_exit(100);
 	setvbuf(stderr, NULL, _IONBF, 0);	/* freopen made it buffered */

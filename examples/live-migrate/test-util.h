@@ -12,6 +12,8 @@
 
 /* A listening socket on 127.0.0.1, its "127.0.0.1:PORT" in addr. */
 int lmt_listener(char *addr, size_t len);
+/* fork; the child dies after LM_TEST_DEADLINE seconds */
+pid_t lmt_fork(void);
 /* lm ARGS... in a child; stderr to errfile, stdout to outfile (or /dev/null). */
 pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args);
 /* Its exit status, 128 + N when killed by signal N. */

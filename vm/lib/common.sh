@@ -49,8 +49,10 @@ need_packages() {
 # clang and libclang-rt-dev: the libFuzzer run of lm's frame parser (clang
 # only recommends the runtime); gnuplot: lm --plot and the benchmark plots;
 # libsodium-dev: lm's key handshake (the guest gets libsodium.so via ldd).
+# python3: lm-qemu-anchor, the QMP driver (standard library only).
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
-	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev)
+	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev
+	python3)
 # shellcheck disable=SC2034
 K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)
