@@ -3,7 +3,7 @@
 # x link rate, each point migrated in all three modes with --verify.
 # 2 GiB of guest RAM holds a 512 MiB source and its destination.  Five
 # runs per point (min/median/max), the modes interleaved: about an hour.
-# vm/run-guest --suite lm-bench --meson-build build --timeout 7200
+# vm/run-guest --suite lm-bench --meson-build build
 # shellcheck source=vm/guest/lib.sh
 . /lib/k513/lib.sh
 
