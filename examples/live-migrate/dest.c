@@ -835,7 +835,7 @@ static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
 static int finish(struct dst *d)
 {
 	struct lm_report rep = { 0 };
-	uint64_t t_end;
+	uint64_t t_end, t_run;
 	char err[160];
 	int rc = LM_EXIT_OK;
 
@@ -876,11 +876,15 @@ static int finish(struct dst *d)
 	rep.verify = d->verify;
 	/* LM_SEPARATE_CLOCKS: a test knob, two machines' arithmetic on one */
 	rep.clocks_shared = d->hello.boot == lm_boot_hash() && !getenv("LM_SEPARATE_CLOCKS");
+	/* the downtime ends when a workload thread runs again */
+	t_run = wl_running_since(&d->wl);
+	if (t_run < d->t_switch)
+		t_run = d->t_resume;
 	rep.src_pause_ms = (double)(d->sw.t_send_ns - d->sw.t_pause_ns) / 1e6;
-	rep.dst_resume_ms = (double)(d->t_resume - d->t_switch) / 1e6;
+	rep.dst_resume_ms = (double)(t_run - d->t_switch) / 1e6;
 	rep.transit_est_ms = (double)d->done.rtt_ns / 2e6;
 	rep.downtime_est_ms = rep.src_pause_ms + rep.transit_est_ms + rep.dst_resume_ms;
-	rep.downtime_ms = rep.clocks_shared ? (double)(d->t_resume - d->sw.t_pause_ns) / 1e6 :
+	rep.downtime_ms = rep.clocks_shared ? (double)(t_run - d->sw.t_pause_ns) / 1e6 :
 					      rep.downtime_est_ms;
 	rep.total_ms = (double)(d->t_done - (rep.clocks_shared ? d->hello.t_start_ns :
 					     d->t_hello)) / 1e6;

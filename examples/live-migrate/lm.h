@@ -79,6 +79,8 @@ struct workload {
 	int parked;
 	atomic_int failed;	/* a thread got SIGBUS */
 	atomic_uintptr_t fail_addr;
+	/* when a thread first ran again after the last wl_resume(), 0 before */
+	_Atomic uint64_t t_running;
 	bool running;
 };
 
@@ -92,6 +94,8 @@ int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads);
 int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads);
 void wl_pause(struct workload *w);
 void wl_resume(struct workload *w);
+/* When the workload ran again after wl_resume(): its first thread out of park; 0 not yet. */
+uint64_t wl_running_since(struct workload *w);
 void wl_stop(struct workload *w);
 /* wl_stop for threads that may sleep in a fault: kick() every 20 ms until
  * each is joined (it fails what they wait for). */

@@ -26,7 +26,7 @@ static void table(const struct lm_report *r)
 	printf("downtime             %.3f ms%s\n", r->downtime_ms,
 	       r->clocks_shared ? "" : " (no shared clock: estimated, see below)");
 	printf("  of which           %.3f ms source pause to SWITCH sent, %.3f ms SWITCH "
-	       "received to resume\n", r->src_pause_ms, r->dst_resume_ms);
+	       "received to the workload running\n", r->src_pause_ms, r->dst_resume_ms);
 	/* pacing, socket buffers and the frames queued ahead of SWITCH */
 	if (r->transit_ms >= 0)
 		printf("                     %.3f ms SWITCH in transit\n", r->transit_ms);

@@ -128,6 +128,10 @@ static void park(struct workload *w)
 		pthread_cond_wait(&w->cond, &w->lock);
 	w->parked--;
 	pthread_mutex_unlock(&w->lock);
+	/* the first thread out: the workload runs again */
+	uint64_t none = 0;
+
+	atomic_compare_exchange_strong(&w->t_running, &none, lm_now_ns());
 }
 
 struct wl_arg {
@@ -251,10 +255,22 @@ void wl_pause(struct workload *w)
  */
 void wl_resume(struct workload *w)
 {
+	atomic_store(&w->t_running, 0);
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->pause_req, 0);
 	pthread_mutex_unlock(&w->lock);
 	pthread_cond_broadcast(&w->cond);
+}
+
+/*
+ * The end of the downtime as the workload sees it.  The resumer's own
+ * clock after wl_resume() is later: a woken thread may preempt it (the
+ * guest's trace showed the resumer off its CPU for 1 ms while the
+ * workload already ran).
+ */
+uint64_t wl_running_since(struct workload *w)
+{
+	return atomic_load(&w->t_running);
 }
 
 void wl_stop_kick(struct workload *w, void (*kick)(void *), void *arg)
