@@ -14,7 +14,9 @@
 . /lib/k513/lib.sh
 
 T=/sys/kernel/debug/tracing
-POINT=${LM_PROBE_POINT:-"--size 64M --stale 0.01 --bandwidth 1G --rtt 100us"}
+# LM_PROBE_POINT from the kernel command line has commas for spaces
+# (run-guest --append LM_PROBE_POINT=--size,512M,--stale,0.3,--bandwidth,10G).
+POINT=$(echo "${LM_PROBE_POINT:-"--size 64M --stale 0.01 --bandwidth 1G --rtt 100us"}" | tr , ' ')
 ARGS="--mode minor $POINT --precopy 0.5 --after 0.3 --verify --json"
 
 # probe_run LABEL TRACE ENV ARGS...: one run (ENV: VAR=VALUE for it, or -);
@@ -41,8 +43,13 @@ probe_run() {
 	}
 	[ "$rc" -eq 0 ] || sed "s/^/K513-PROBE $label | /" /tmp/probe-err
 	if [ "$trace" = 1 ] && [ -d $T ]; then
-		awk '/lm src: SWITCH send/ { keep = 1 } keep { print } /lm dst: resumed/ { keep = 0 }' \
-			$T/trace | head -n 300 | sed "s/^/K513-TRACE $label /"
+		# from SWITCH's send to 3 ms after the resume: who ran meanwhile
+		awk 'function ts(l,   a, b, n) { split(l, a, ": "); n = split(a[1], b, " "); return b[n] + 0 }
+			/lm src: SWITCH send/ { keep = 1 }
+			keep && end && ts($0) > end { exit }
+			keep { print }
+			keep && /lm dst: resumed/ { end = ts($0) + 0.003 }' \
+			$T/trace | head -n 600 | sed "s/^/K513-TRACE $label /"
 	fi
 }
 
@@ -65,6 +72,7 @@ while [ "$i" -lt "${LM_PROBE_RUNS:-5}" ]; do
 	t=0
 	[ "$i" = 1 ] && t=1
 	probe_run "drain-$i" $t -
+	[ "${LM_PROBE_VARIANTS:-1}" = 0 ] && continue
 	probe_run "nodrain-$i" 0 - --no-drain
 	probe_run "autotune-$i" 0 LM_SOCKBUF=0
 	probe_run "spin-$i" 0 LM_SPIN_MS=50
