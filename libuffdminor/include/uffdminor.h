@@ -301,8 +301,8 @@ struct uffdm_stats {
 	uint64_t requeued;		/* faults woken unresolved to refault (EAGAIN crowd) */
 	uint64_t latency_count;		/* samples in hist */
 	uint64_t mean_ns;		/* mean read-to-wake latency */
-	uint64_t callback_ns;		/* total time in fault callbacks */
-	uint64_t ioctl_ns;		/* total time in resolving ioctls (CONTINUE, WAKE, ...) */
+	uint64_t callback_ns;		/* total time in fault callbacks (sampled 1 in 16) */
+	uint64_t ioctl_ns;		/* total time in resolving ioctls, sampled likewise */
 	uint64_t hist[UFFDM_STATS_BUCKETS];
 	uint64_t reserved[15];		/* zero; later releases fill it */
 };

@@ -71,18 +71,56 @@ uint64_t uffdm__now_ns(void)
 }
 
 /*
- * Relaxed atomics: each handler thread writes its own block; the shared
- * block for application threads (completion, fill) has many writers, which
- * the atomic add serves too.  Readers are in uffdm_handler_stats().
+ * Add n to a counter of t.  A handler thread is the one writer of its own
+ * block: a relaxed load and store, no locked instruction (a fault adds to
+ * eight counters; under TCG each locked add is dear).  The shared block
+ * of application threads (completion, fill) has many writers: an atomic
+ * add.  Readers, in uffdm_handler_stats(), load each word whole.
  */
+static void add(const struct hthread *t, uint64_t *w, uint64_t n)
+{
+	if (t == t->h->ext)
+		__atomic_fetch_add(w, n, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
 void uffdm__count(struct hthread *t, enum counter c, uint64_t n)
 {
-	__atomic_fetch_add(&t->count[c], n, __ATOMIC_RELAXED);
+	add(t, &t->count[c], n);
+}
+
+/*
+ * Application threads share one hthread (h->ext) and time every step; a
+ * handler thread only the faults it samples (timing), from where its last
+ * clock read left off.
+ */
+uint64_t uffdm__step_start(struct hthread *t)
+{
+	if (t == t->h->ext)
+		return uffdm__now_ns();
+	return t->timing ? t->now : 0;
+}
+
+void uffdm__step_time(struct hthread *t, enum counter c, uint64_t t0)
+{
+	uint64_t now;
+
+	if (t == t->h->ext) {
+		uffdm__count(t, c, uffdm__now_ns() - t0);
+		return;
+	}
+	if (!t->timing)
+		return;
+	now = uffdm__now_ns();
+	uffdm__count(t, c, (now - t0) * TIME_EVERY);
+	t->now = now;
+	t->fresh = true;
 }
 
 static void record_latency(struct hthread *t, uint64_t ns)
 {
-	__atomic_fetch_add(&t->hist[hist_index(ns)], 1, __ATOMIC_RELAXED);
+	add(t, &t->hist[hist_index(ns)], 1);
 	uffdm__count(t, C_LAT_SUM, ns);
 	if (ns > __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&t->max_ns, ns, __ATOMIC_RELAXED);
@@ -269,6 +307,8 @@ static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_
 	struct uffdm_handler *h = t->h;
 	struct uffdm_region *r;
 
+	t->fresh = false;
+	t->timing = t->nfaults++ % TIME_EVERY == 0;
 	uffdm__count(t, kind_counter(ev->kind), 1);
 	uffdm__count(t, C_MESSAGES, 1);
 	/* Held across the callback: a region cannot leave while its page is served. */
@@ -279,7 +319,10 @@ static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_
 	else
 		serve_outside(t, ev);
 	pthread_rwlock_unlock(&h->lock);
-	record_latency(t, uffdm__now_ns() - t0);
+	/* a timed fault's last step was its CONTINUE (or wake): it ended there */
+	if (!t->fresh)
+		t->now = uffdm__now_ns();
+	record_latency(t, t->now - t0);
 }
 
 static void serve(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
@@ -311,6 +354,7 @@ static int serve_batch(struct hthread *t)
 	if (n <= 0)
 		return 0;
 	t0 = uffdm__now_ns();
+	t->now = t0;
 	for (int i = 0; i < n; i++) {
 		serve(t, &t->batch[i], t0);
 		serve_spill(t, t0);

@@ -127,7 +127,7 @@ static void svc_drain(struct svc *s)
 
 static void time_ioctl(struct svc *s, uint64_t t0)
 {
-	uffdm__count(s->t, C_IOCTL_NS, uffdm__now_ns() - t0);
+	uffdm__step_time(s->t, C_IOCTL_NS, t0);
 }
 
 static uint32_t *word(const struct uffdm_region *r, size_t off)
@@ -155,7 +155,7 @@ static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len
 {
 	struct uffdm *u = s->t->h->u;
 	char *p = uaddr(r, off);
-	uint64_t t0 = uffdm__now_ns();
+	uint64_t t0 = uffdm__step_start(s->t);
 	ssize_t done;
 	int ret = 0;
 
@@ -183,7 +183,7 @@ static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len
 /* Clearing write protection also wakes the threads waiting on it. */
 static int unprotect(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
 {
-	uint64_t t0 = uffdm__now_ns();
+	uint64_t t0 = uffdm__step_start(s->t);
 	int ret;
 
 	for (;;) {
@@ -246,7 +246,7 @@ static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t
 static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
 {
 	struct uffdm_handler *h = s->t->h;
-	uint64_t t0 = uffdm__now_ns();
+	uint64_t t0 = uffdm__step_start(s->t);
 	int ret = 0;
 
 	for (size_t o = off; o < off + len; o += r->page) {
@@ -367,12 +367,12 @@ static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 {
 	struct uffdm_handler *h = s->t->h;
 	bool wp = ev->kind == UFFDM_EVENT_WP;
-	uint64_t t0 = uffdm__now_ns();
+	uint64_t t0 = uffdm__step_start(s->t);
 	uint32_t old;
 	int ret;
 
 	ret = h->cfg.fault(h->cfg.arg, r, off, ev);
-	uffdm__count(s->t, C_CB_NS, uffdm__now_ns() - t0);
+	uffdm__step_time(s->t, C_CB_NS, t0);
 	uffdm__count(s->t, C_FILLS, 1);
 	if (ret == UFFDM_FILL_LATER) {
 		uffdm__count(s->t, C_DEFERRED, 1);
