@@ -425,7 +425,9 @@ static int parse_object(struct kfr_report *r, const char *s, size_t n)
 	c = strstr(q, "cache=");
 	if (c && close && close > c + 6)
 		set_str(&r->cache, c + 6, (size_t)(close - c - 6));
-	if (close && *close == ']' && parse_track_at(&r->alloc, close + 2, "allocated"))
+	/* "] allocated by ...": close[1] may be the terminating NUL. */
+	if (close && close[0] == ']' && close[1] == ' ' &&
+	    parse_track_at(&r->alloc, close + 2, "allocated"))
 		return 2;
 	return 1;
 }

@@ -527,6 +527,27 @@ static void test_console_only(void **state)
 	collected_free(c);
 }
 
+/*
+ * A 5.12-style object line cut right after its "]" (the fuzzer's find):
+ * nothing is read past the end of the line, and the object is still kept.
+ */
+static void test_object_line_cut_at_bracket(void **state)
+{
+	const char *text =
+		"[ 1.0] BUG: KFENCE: invalid free in drill_double_free+0x1/0x2\n"
+		"[ 1.0] Invalid free of 0x(ptrval) (in kfence-#7):\n"
+		"[ 1.0] kfence-#7 [0x1000-0x1007, size=8, cache=kmalloc-8]";
+	struct collected *c = parse_text(text, strlen(text));
+
+	(void)state;
+	assert_int_equal(c->n, 1);
+	assert_int_equal(c->r[0].object, 7);
+	assert_int_equal(c->r[0].size, 8);
+	assert_str(c->r[0].cache, "kmalloc-8");
+	assert_false(c->r[0].alloc.present);
+	collected_free(c);
+}
+
 /* Garbage in: bytes flipped at random never crash the parser. */
 static void garble(const char *name)
 {
@@ -592,6 +613,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_lost_lines),
 		cmocka_unit_test(test_console_only),
+		cmocka_unit_test(test_object_line_cut_at_bracket),
 		cmocka_unit_test(test_garbled),
 		cmocka_unit_test(test_json_escapes),
 	};
