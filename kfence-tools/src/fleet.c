@@ -391,10 +391,10 @@ static char *json_field(const char *line, const char *key, const char *from)
 bool kfr_json_record(const char *line, struct kfr_report *r)
 {
 	static const char head[] = "{\"schema\":";
-	const char *st, *e, *tail;
+	const char *st, *e, *tail, *v = line + strlen(head);
 
-	if (strncmp(line, head, strlen(head)) || !strchr("23", line[strlen(head)]) ||
-	    line[strlen(head) + 1] != ',')
+	/* strchr() finds the NUL too: a line cut after the key is no record */
+	if (strncmp(line, head, strlen(head)) || !*v || !strchr("23", *v) || v[1] != ',')
 		return false;
 	kfr_report_clear(r);
 	r->kind = json_field(line, "kind", NULL);
@@ -409,7 +409,7 @@ bool kfr_json_record(const char *line, struct kfr_report *r)
 		}
 	}
 	tail = strstr(line, ",\"boot_id\":");
-	r->host = json_field(line, "host", tail ? tail - 200 > line ? tail - 200 : line : NULL);
+	r->host = json_field(line, "host", tail && tail - line > 200 ? tail - 200 : NULL);
 	r->wallclock = tail ? json_field(tail, "wallclock", NULL) : NULL;
 	if (tail && (e = strstr(tail, ",\"time\":")) && e[8] != 'n')
 		r->time = strndup(e + 8, strspn(e + 8, "0123456789."));
