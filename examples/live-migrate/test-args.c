@@ -30,7 +30,7 @@ static void refused(const char *opt, const char *val, const char *word)
 	const char *args[] = { "run", opt, val, NULL };
 
 	print_message("# lm run %s %s\n", opt, val);
-	assert_int_equal(lmt_status(lmt_spawn(ERR, NULL, args)), LM_EXIT_USAGE);
+	assert_true(lmt_expect(lmt_spawn(ERR, NULL, args), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(ERR, opt));
 	assert_true(lmt_file_has(ERR, word));
 }
@@ -82,8 +82,8 @@ static void one_sided_verify(bool on_dest)
 	d = lmt_spawn(DERR, DOUT, da);
 	close(lfd);
 	s = lmt_spawn(ERR, NULL, sa);
-	assert_int_equal(lmt_status(s), LM_EXIT_OK);
-	assert_int_equal(lmt_status(d), LM_EXIT_OK);
+	assert_true(lmt_expect(s, LM_EXIT_OK));
+	assert_true(lmt_expect(d, LM_EXIT_OK));
 	assert_true(lmt_file_has(DOUT, "verify               every page matched"));
 }
 
@@ -116,9 +116,9 @@ static void test_protocol_error(void **state)
 	d = lmt_spawn(DERR, NULL, da);
 	close(lfd);
 	s = lmt_spawn(ERR, NULL, sa);
-	assert_int_equal(lmt_status(d), LM_EXIT_PROTOCOL);
+	assert_true(lmt_expect(d, LM_EXIT_PROTOCOL));
 	assert_true(lmt_file_has(DERR, "malformed PAGES frame"));
-	assert_int_equal(lmt_status(s), LM_EXIT_ABORTED);
+	assert_true(lmt_expect(s, LM_EXIT_ABORTED));
 }
 
 int main(void)

@@ -75,7 +75,7 @@ static const char *other_key(void)
 	const char *args[] = { "keygen", path, NULL };
 
 	unlink(path);
-	assert_int_equal(lmt_status(lmt_spawn(NULL, NULL, args)), 0);
+	assert_true(lmt_expect(lmt_spawn(NULL, NULL, args), 0));
 	return path;
 }
 
@@ -85,13 +85,13 @@ static void test_wrong_key(void **state)
 	pid_t d = dest(lmt_key(), NULL, NULL);
 
 	(void)state;
-	assert_int_equal(lmt_status(source(SERR, other_key(), "4M", "0.1")), LM_EXIT_AUTH);
+	assert_true(lmt_expect(source(SERR, other_key(), "4M", "0.1"), LM_EXIT_AUTH));
 	assert_true(lmt_file_has(SERR, "the destination refused our key"));
 	assert_true(lmt_wait_for(DERR, "wrong key", 5));
 	assert_false(lmt_has_region(d));
 	/* the real source still gets in */
-	assert_int_equal(lmt_status(source(SERR, lmt_key(), "4M", "0.1")), LM_EXIT_OK);
-	assert_int_equal(lmt_status(d), LM_EXIT_OK);
+	assert_true(lmt_expect(source(SERR, lmt_key(), "4M", "0.1"), LM_EXIT_OK));
+	assert_true(lmt_expect(d, LM_EXIT_OK));
 }
 
 static void test_no_key(void **state)
@@ -99,12 +99,12 @@ static void test_no_key(void **state)
 	pid_t d = dest(lmt_key(), NULL, NULL);
 
 	(void)state;
-	assert_int_equal(lmt_status(source(SERR, NULL, "4M", "0.1")), LM_EXIT_USAGE);
+	assert_true(lmt_expect(source(SERR, NULL, "4M", "0.1"), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(SERR, "--key FILE is needed"));
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
 static void test_bad_key_file(void **state)
@@ -117,7 +117,7 @@ static void test_bad_key_file(void **state)
 	assert_non_null(f);
 	fputs("not a key\n", f);
 	fclose(f);
-	assert_int_equal(lmt_status(lmt_spawn(DERR, NULL, args)), LM_EXIT_USAGE);
+	assert_true(lmt_expect(lmt_spawn(DERR, NULL, args), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(DERR, "does not hold a key"));
 }
 
@@ -144,8 +144,8 @@ static void test_printed_key(void **state)
 	fprintf(f, "%s\n", p);
 	fclose(f);
 	chmod(path, 0600);
-	assert_int_equal(lmt_status(source(SERR, path, "4M", "0.1")), LM_EXIT_OK);
-	assert_int_equal(lmt_status(d), LM_EXIT_OK);
+	assert_true(lmt_expect(source(SERR, path, "4M", "0.1"), LM_EXIT_OK));
+	assert_true(lmt_expect(d, LM_EXIT_OK));
 }
 
 /* A HELLO larger than --max-size (here: the --size the dest expects). */
@@ -154,13 +154,13 @@ static void test_max_size(void **state)
 	pid_t d = dest(lmt_key(), NULL, NULL);
 
 	(void)state;
-	assert_int_equal(lmt_status(source(SERR, lmt_key(), "8M", "0.1")), LM_EXIT_USAGE);
+	assert_true(lmt_expect(source(SERR, lmt_key(), "8M", "0.1"), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(SERR, "takes at most 4194304 bytes"));
 	assert_true(lmt_wait_for(DERR, "more than this destination's --max-size", 5));
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
 static void test_max_size_option(void **state)
@@ -168,12 +168,12 @@ static void test_max_size_option(void **state)
 	pid_t d = dest(lmt_key(), "--max-size", "2M");
 
 	(void)state;
-	assert_int_equal(lmt_status(source(SERR, lmt_key(), "4M", "0.1")), LM_EXIT_USAGE);
+	assert_true(lmt_expect(source(SERR, lmt_key(), "4M", "0.1"), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(SERR, "takes at most 2097152 bytes"));
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
 /* While one source migrates, a second one (with the key) is refused. */
@@ -186,10 +186,10 @@ static void test_second_source(void **state)
 	/* s1 is connected (it says so) and in precopy */
 	assert_true(lmt_wait_for(SERR, "tracking", 30));
 	s2 = source(SERR2, lmt_key(), "4M", "0.1");
-	assert_int_equal(lmt_status(s2), LM_EXIT_USAGE);
+	assert_true(lmt_expect(s2, LM_EXIT_USAGE));
 	assert_true(lmt_file_has(SERR2, "busy with another migration"));
-	assert_int_equal(lmt_status(s1), LM_EXIT_OK);
-	assert_int_equal(lmt_status(d), LM_EXIT_OK);
+	assert_true(lmt_expect(s1, LM_EXIT_OK));
+	assert_true(lmt_expect(d, LM_EXIT_OK));
 	assert_true(lmt_file_has(DERR, "a migration is in progress"));
 }
 
@@ -220,7 +220,7 @@ static void test_refusal_rate(void **state)
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_file_has(DERR, "one line per thousand"));
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
 int main(void)

@@ -196,7 +196,7 @@ static void garbage(const void *bytes, size_t len, const char *word)
 	assert_false(lmt_has_region(d));
 	close(fd);
 	kill(d, SIGTERM);
-	assert_int_equal(lmt_status(d), LM_EXIT_INTERRUPTED);
+	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
 static void test_malformed(void **state)
@@ -274,7 +274,7 @@ static void test_separate_clocks(void **state)
 
 	(void)state;
 	setenv("LM_SEPARATE_CLOCKS", "1", 1);
-	assert_int_equal(lmt_status(lmt_spawn(lmt_path("clock.err"), out, args)), 0);
+	assert_true(lmt_expect(lmt_spawn(lmt_path("clock.err"), out, args), 0));
 	unsetenv("LM_SEPARATE_CLOCKS");
 	assert_true(lmt_file_has(out, "\"clocks_shared\":false"));
 	down = json_num(out, "downtime_ms");

@@ -44,14 +44,24 @@ pid_t lmt_fork(void)
 	return pid;
 }
 
+/* Each child's stderr file, for lmt_expect's report. */
+static struct {
+	pid_t pid;
+	const char *errfile;
+} spawned[64];
+static unsigned int nspawned;
+
 pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args)
 {
 	pid_t pid = lmt_fork();
 	char *argv[48];
 	int n = 0;
 
-	if (pid)
+	if (pid) {
+		spawned[nspawned % 64].pid = pid;
+		spawned[nspawned++ % 64].errfile = errfile;
 		return pid;
+	}
 	if (errfile && !freopen(errfile, "w", stderr))
 		_exit(100);
 	setvbuf(stderr, NULL, _IONBF, 0);	/* freopen made it buffered */
@@ -74,6 +84,31 @@ int lmt_status(pid_t pid)
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
+}
+
+bool lmt_expect(pid_t pid, int want)
+{
+	int got = lmt_status(pid);
+	const char *errfile = NULL;
+	char buf[8192] = { 0 };
+	FILE *f;
+
+	if (got == want)
+		return true;
+	for (unsigned int i = 0; i < 64; i++)
+		if (spawned[i].pid == pid)
+			errfile = spawned[i].errfile;
+	print_message("# lm (pid %d) exited %d, not %d\n", (int)pid, got, want);
+	f = errfile ? fopen(errfile, "r") : NULL;
+	if (f) {
+		buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+		fclose(f);
+		print_message("# its stderr (%s):\n", errfile);
+		/* as TAP comments: the guest's parser takes them as the reason */
+		for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			print_message("#   %s\n", l);
+	}
+	return false;
 }
 
 bool lmt_file_has(const char *path, const char *word)

@@ -18,6 +18,8 @@ pid_t lmt_fork(void);
 pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args);
 /* Its exit status, 128 + N when killed by signal N. */
 int lmt_status(pid_t pid);
+/* Whether pid exits with want; prints its stderr file when not. */
+bool lmt_expect(pid_t pid, int want);
 /* Whether path contains word; prints the file when not. */
 bool lmt_file_has(const char *path, const char *word);
 /* Wait up to seconds for word to appear in path. */

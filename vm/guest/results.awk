@@ -51,11 +51,17 @@ function tap_line(s,    indent, rest, verdict, name, directive, reason, n) {
 	}
 	if (rest !~ /^(not )?ok [0-9]+/) {
 		# cmocka's skip() takes no reason: tests print it as a comment
-		# just before the result.
-		if (rest ~ /^# / && rest !~ /^# (Subtest|Totals|PASSED|FAILED|ok|not ok)/)
+		# just before the result.  Its failure messages come as
+		# comments just after a "not ok": the reason of that FAIL.
+		if (rest ~ /^# / && rest !~ /^# (Subtest|Totals|PASSED|FAILED|ok|not ok)/) {
 			last_comment = substr(rest, 3)
+			if (fail_name != "" && length(fail_reason) < 300 &&
+			    rest !~ /^# [^ ]+: pass:[0-9]+ fail:/)
+				fail_reason = fail_reason (fail_reason == "" ? "" : "; ") last_comment
+		}
 		return
 	}
+	flush_fail()
 
 	verdict = "PASS"
 	if (rest ~ /^not /) {
@@ -98,7 +104,20 @@ function tap_line(s,    indent, rest, verdict, name, directive, reason, n) {
 	}
 	seen++
 	last_comment = ""
+	if (verdict == "FAIL" && reason == "") {
+		fail_name = name
+		fail_reason = ""
+		return
+	}
 	emit(name, verdict, reason)
+}
+
+# A FAIL waits for the comments after it (its reason) until the next result.
+function flush_fail() {
+	if (fail_name == "")
+		return
+	emit(fail_name, "FAIL", substr(fail_reason, 1, 300))
+	fail_name = ""
 }
 
 function uffd_case(name) {
@@ -165,6 +184,7 @@ function unit_verdict(s,    r) {
 
 END {
 	rc = rc + 0
+	flush_fail()
 	if (fmt == "uffd") {
 		if (pending != "" && rc == 4)
 			emit(pending, "SKIP", "the selftest skipped (exit 4)")
