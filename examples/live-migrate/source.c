@@ -610,6 +610,17 @@ static int switch_over(struct src *s)
 {
 	int ret = 0;
 
+	/*
+	 * The urgent server starts while the workload still runs: it only
+	 * waits for requests until the destination resumes.  Started after
+	 * SWITCH, its creation (clone, a stack) kept the CPU the destination's
+	 * receiver had just been woken on, up to 1.4 ms in the guest.
+	 */
+	if (s->o->mode != LM_MODE_STOPCOPY) {
+		if (lm_thread_start(&s->urg_tid, urgent_server, s))
+			return -EAGAIN;
+		s->urg_running = true;
+	}
 	pause_workload(s);
 	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
 		return -EIO;
@@ -620,11 +631,6 @@ static int switch_over(struct src *s)
 		ret = send_switch(s);
 	if (ret)
 		return ret;
-	if (s->o->mode != LM_MODE_STOPCOPY) {
-		if (lm_thread_start(&s->urg_tid, urgent_server, s))
-			return -EAGAIN;
-		s->urg_running = true;
-	}
 	if (s->o->mode == LM_MODE_MISSING)
 		ret = send_stale_list(s, &s->st.bytes_paused);
 	if (!ret)

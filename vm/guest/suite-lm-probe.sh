@@ -43,13 +43,13 @@ probe_run() {
 	}
 	[ "$rc" -eq 0 ] || sed "s/^/K513-PROBE $label | /" /tmp/probe-err
 	if [ "$trace" = 1 ] && [ -d $T ]; then
-		# from SWITCH's send to 3 ms after the resume: who ran meanwhile
+		# from the pause to 3 ms after the resume: who ran meanwhile
 		awk 'function ts(l,   a, b, n) { split(l, a, ": "); n = split(a[1], b, " "); return b[n] + 0 }
-			/lm src: SWITCH send/ { keep = 1 }
+			/lm src: pause$/ { keep = 1 }
 			keep && end && ts($0) > end { exit }
 			keep { print }
 			keep && /lm dst: resumed/ { end = ts($0) + 0.003 }' \
-			$T/trace | head -n 600 | sed "s/^/K513-TRACE $label /"
+			$T/trace | head -n 900 | sed "s/^/K513-TRACE $label /"
 	fi
 }
 
@@ -70,7 +70,8 @@ i=0
 while [ "$i" -lt "${LM_PROBE_RUNS:-5}" ]; do
 	i=$((i + 1))
 	t=0
-	[ "$i" = 1 ] && t=1
+	# LM_PROBE_TRACE_ALL=1: every run traced, to catch the slow ones
+	[ "$i" = 1 ] || [ "${LM_PROBE_TRACE_ALL:-0}" = 1 ] && t=1
 	probe_run "drain-$i" $t -
 	[ "${LM_PROBE_VARIANTS:-1}" = 0 ] && continue
 	probe_run "nodrain-$i" 0 - --no-drain
