@@ -44,6 +44,18 @@ pid_t lmt_fork(void)
 	return pid;
 }
 
+/* The start of a file as a string; false when it cannot be read. */
+static bool slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	buf[fread(buf, 1, len - 1, f)] = 0;
+	fclose(f);
+	return true;
+}
+
 /* Each child's stderr file, for lmt_expect's report. */
 static struct {
 	pid_t pid;
@@ -90,8 +102,7 @@ bool lmt_expect(pid_t pid, int want)
 {
 	int got = lmt_status(pid);
 	const char *errfile = NULL;
-	char buf[8192] = { 0 };
-	FILE *f;
+	char buf[8192];
 
 	if (got == want)
 		return true;
@@ -99,12 +110,9 @@ bool lmt_expect(pid_t pid, int want)
 		if (spawned[i].pid == pid)
 			errfile = spawned[i].errfile;
 	print_message("# lm (pid %d) exited %d, not %d\n", (int)pid, got, want);
-	f = errfile ? fopen(errfile, "r") : NULL;
-	if (f) {
-		buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
-		fclose(f);
+	if (errfile && slurp(errfile, buf, sizeof(buf))) {
 		print_message("# its stderr (%s):\n", errfile);
-		/* as TAP comments: the guest's parser takes them as the reason */
+		/* as TAP comments, which run-guest shows for a failing case */
 		for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 			print_message("#   %s\n", l);
 	}
@@ -113,16 +121,11 @@ bool lmt_expect(pid_t pid, int want)
 
 bool lmt_file_has(const char *path, const char *word)
 {
-	char buf[16384] = { 0 };
-	FILE *f = fopen(path, "r");
+	char buf[16384];
 	bool found;
-	size_t n;
 
-	if (!f)
+	if (!slurp(path, buf, sizeof(buf)))
 		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
 	found = strstr(buf, word) != NULL;
 	if (!found)
 		print_message("# %s lacks '%s':\n%s\n", path, word ? word : "", buf);
@@ -134,14 +137,9 @@ bool lmt_wait_for(const char *path, const char *word, double seconds)
 	double end = lmt_now() + seconds;
 
 	while (lmt_now() < end) {
-		char buf[16384] = { 0 };
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		char buf[16384];
 
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		if (strstr(buf, word))
+		if (slurp(path, buf, sizeof(buf)) && strstr(buf, word))
 			return true;
 		usleep(20000);
 	}
