@@ -28,6 +28,8 @@ need_packages() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q 'install ok installed' || missing+=("$p")
 	done
+	# tests/install-order: which packages were asserted, and when.
+	[ -z "${K513_AUDIT:-}" ] || printf 'assert %s %s\n' "$PROG" "$*" >>"$K513_AUDIT"
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] ||
 		die "missing packages: ${missing[*]}; run as root or install them with apt-get"
@@ -42,6 +44,7 @@ need_packages() {
 			die "apt-get could not install ${missing[*]}: $(tail -n 1 "$K513_CACHE/apt.log")" \
 				"(full log: $K513_CACHE/apt.log)"
 	fi
+	[ -z "${K513_AUDIT:-}" ] || printf 'installed %s %s\n' "$PROG" "${missing[*]}" >>"$K513_AUDIT"
 }
 
 # Packages every part of the pipeline needs.
@@ -53,9 +56,14 @@ need_packages() {
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
 	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev
 	python3)
+# Building a kernel tree, and modules against it (plus the tree's
+# linux-source package and, for a foreign guest, CROSS_PACKAGES).
 # shellcheck disable=SC2034
-K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
-	busybox-static qemu-system-x86)
+K513_KERNEL_PACKAGES=(build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils
+	kmod rsync perl)
+# Packing the initramfs: busybox, the archive, the tests' list, readelf.
+# shellcheck disable=SC2034
+K513_INITRAMFS_PACKAGES=(busybox-static cpio jq binutils)
 
 # Checking the Debian packages (tests/debian/run): the build itself runs in
 # a chroot that installs the Build-Depends read from debian/control.
@@ -99,6 +107,40 @@ check_arch() {
 		"${GUEST_CONSOLE}" "${ELF_MACHINE}" "${GUEST_LIBDIR}" "${QEMU_MACHINE[@]}" "${QEMU_NIC}" \
 		"${CROSS_PACKAGES[@]}"
 	export K513_ARCH
+}
+
+# What each step of the pipeline uses: the one table every entry point
+# draws from. Each step asserts its own packages (need_step) before it first
+# uses any of them, so no step relies on another having run before it (the
+# arm64 project build once ran before the kernel build that installed the
+# cross compiler). tests/install-order checks, on every tests/run-all, that
+# nothing outside Debian's required and important packages ran before some
+# step had asserted it.
+#   project    configure and build the project (meson_setup) for the guest's
+#              architecture: the host tools, plus the cross toolchain
+#   kernel     unpack, configure and build the linux-source tree
+#   modules    build our modules against a built tree
+#   initramfs  pack the guest's initramfs
+#   guest      boot it in QEMU
+#   debs       build and check the Debian packages in clean chroots
+# Needs K513_ARCH checked (check_arch) and, for kernel, K513_KERNEL.
+step_packages() {
+	case $1 in
+	project) echo "${K513_HOST_PACKAGES[*]} ${CROSS_PACKAGES[*]:-}" ;;
+	kernel) echo "linux-source-$K513_KERNEL ${K513_KERNEL_PACKAGES[*]} ${CROSS_PACKAGES[*]:-}" ;;
+	modules) echo "${K513_KERNEL_PACKAGES[*]} ${CROSS_PACKAGES[*]:-}" ;;
+	initramfs) echo "${K513_INITRAMFS_PACKAGES[*]}" ;;
+	guest) echo "$QEMU_PKG" ;;
+	debs) echo "${K513_DEB_PACKAGES[*]}" ;;
+	*) die "internal: no step '$1' in step_packages" ;;
+	esac
+}
+
+# need_step STEP: install what STEP uses, before it uses any of it.
+need_step() {
+	local pkgs
+	read -ra pkgs <<<"$(step_packages "$1")"
+	need_packages "${pkgs[@]}"
 }
 
 # Is this a cross build (the guest's arch is not the machine's)?
@@ -148,6 +190,7 @@ foreign_sysroot() {
 meson_setup() {
 	local dir=$1 sysroot cross=()
 	shift
+	need_step project
 	if is_cross; then
 		sysroot=$(foreign_sysroot "$K513_ARCH")
 		mkdir -p "$dir.cross"
