@@ -168,6 +168,10 @@ grep_ok '"bucket":"KFENCE: out-of-bounds read in test_out_of_bounds_read","title
 	"--summary=1 --json: a bucket is the title alone"
 grep_ok '"count":4,"complete":4,"hosts":0,"first_seen":"0.497808 s","last_seen":"0.581011 s"' "$t/out" \
 	"with its count and first and last time seen"
+echo hello | "$kr" --summary >"$t/out"
+check "$?:$(wc -l <"$t/out")" "0:1" "--summary of a log with no report: exit 0, the header alone"
+echo hello | "$kr" --summary --json >"$t/out"
+check "$?:$(wc -c <"$t/out")" "0:0" "--summary --json of a log with no report: exit 0, no bucket"
 "$kr" --json --kmsg="$k" --host web-1 >"$t/fleet.jsonl"
 "$kr" --json --kmsg="$k" --host web-2 >>"$t/fleet.jsonl"
 "$kr" --json "$data/drill-dmesg.log" >>"$t/fleet.jsonl"
@@ -190,6 +194,27 @@ grep_ok '"total_bugs":0},"sample_interval_ms":null,"sampling":true,"pool_was_ful
 	"$t/out" "--stats --json of a 5.12 kernel: pool_was_full null"
 "$kr" --stats="$data/kfence-stats-5.12.txt" >"$t/out"
 grep_ok "^pool: unknown" "$t/out" "and unknown in the text"
+# A stats file that is not the kernel's (any bytes, names repeated or
+# differing only in punctuation): the JSON is still ASCII, valid, and has
+# no key twice (python3 checks both; without it only ASCII is checked)
+printf 'enabled: 1\n\377\376 bugs: 3\ntotal bugs: 1\ntotal bugs: 2\ntotal_bugs: 4\nq"uote\\: 5\n: 6\n' \
+	>"$t/stats-bad"
+"$kr" --stats="$t/stats-bad" --json >"$t/out"
+check "$?:$(LC_ALL=C tr -d '\n -~' <"$t/out" | wc -c)" "0:0" \
+	"--stats --json of a malformed stats file: exit 0, printable ASCII only"
+if command -v python3 >/dev/null; then
+	python3 -c 'import json, sys
+def pairs(p):
+    if len(p) != len(set(k for k, _ in p)):
+        sys.exit("duplicate key in %r" % (p,))
+    return dict(p)
+s = json.loads(open(sys.argv[1], encoding="utf-8").read(), object_pairs_hook=pairs)["stats"]
+sys.exit(0 if len(s) == 7 and s["total_bugs"] == 1 and s["total_bugs_2"] == 2 else "wrong: %r" % s)' \
+		"$t/out" 2>"$t/err"
+	check "$?:$(cat "$t/err")" "0:" "and valid UTF-8 JSON with seven keys, none twice"
+else
+	n=$((n + 1)); echo "ok $n # SKIP python3 is not installed: no JSON duplicate-key check"
+fi
 "$kr" --stats=/nonexistent/stats >/dev/null 2>"$t/err"
 check "$?" 1 "--stats on a missing file: exit 1"
 grep_ok "is debugfs mounted" "$t/err" "and asks about debugfs"
