@@ -85,10 +85,12 @@ static long long resume_seq(const struct ctx *c)
 {
 	long long s = c->next_seq;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (c->parser->slots[i].active && c->parser->slots[i].cur.seq >= 0 &&
-		    c->parser->slots[i].cur.seq < s)
-			s = c->parser->slots[i].cur.seq;
+	for (size_t i = 0; i < c->parser->n_slots; i++) {
+		const struct kfr_slot *sl = c->parser->slots[i];
+
+		if (sl->active && sl->cur.seq >= 0 && sl->cur.seq < s)
+			s = sl->cur.seq;
+	}
 	return s;
 }
 

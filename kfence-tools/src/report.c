@@ -95,6 +95,7 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->active = false;
 	sl->caller[0] = '\0';
 	sl->host[0] = '\0';
+	sl->cpu = -1;
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
@@ -107,14 +108,17 @@ void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg)
 	p->emit = emit;
 	p->arg = arg;
 	p->last_seq = p->seq = -1;
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		slot_reset(&p->slots[i]);
 }
 
 void kfr_parser_free(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		kfr_report_clear(&p->slots[i].cur);
+	for (size_t i = 0; i < p->n_slots; i++) {
+		kfr_report_clear(&p->slots[i]->cur);
+		free(p->slots[i]);
+	}
+	free(p->slots);
+	p->slots = NULL;
+	p->n_slots = p->n_active = 0;
 }
 
 static const char *skip_space(const char *s)
@@ -618,6 +622,7 @@ static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
 	if (!r->release && p->release[0])
 		r->release = xstrndup(p->release, strlen(p->release));
 	p->count++;
+	p->n_active--;
 	if (p->emit)
 		p->emit(r, p->arg);
 	slot_reset(sl);
@@ -629,17 +634,17 @@ static bool is_ruler(const char *s, size_t n)
 }
 
 /*
- * The report a line belongs to: same task (caller id) on the same host. A
- * report whose title came without a host (a paste that lost the title's
- * prefix) takes the host of the first line that has one.
+ * The report a line belongs to: same task (caller id) and CPU column on the
+ * same host. A report whose title came without a host (a paste that lost
+ * the title's prefix) takes the host of the first line that has one.
  */
 static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix *px)
 {
 	struct kfr_slot *sl, *hostless = NULL;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++) {
-		sl = &p->slots[i];
-		if (!sl->active || strcmp(sl->caller, px->caller))
+	for (size_t i = 0; i < p->n_slots; i++) {
+		sl = p->slots[i];
+		if (!sl->active || sl->cpu != px->cpu || strcmp(sl->caller, px->caller))
 			continue;
 		if (!strcmp(sl->host, px->host))
 			return sl;
@@ -654,18 +659,36 @@ static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix 
 	return hostless;
 }
 
+/*
+ * A free slot: there is no cap on the reports open at once (a central log
+ * of 200 hosts may have 200 open), and each closes on its ruler, at
+ * KFR_MAX_BODY lines, or at the end of the input.
+ */
 static struct kfr_slot *slot_new(struct kfr_parser *p)
 {
-	struct kfr_slot *old = &p->slots[0];
+	struct kfr_slot **v;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++) {
-		if (!p->slots[i].active)
-			return &p->slots[i];
-		if (p->slots[i].cur.line < old->cur.line)
-			old = &p->slots[i];
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (!p->slots[i]->active)
+			return p->slots[i];
+	if (!(p->n_slots & (p->n_slots - 1))) {
+		v = realloc(p->slots, (p->n_slots ? 2 * p->n_slots : 4) * sizeof(*v));
+		if (!v) {
+			perror("kfence-report");
+			exit(1);
+		}
+		p->slots = v;
 	}
-	emit(p, old, KFR_R_INTERRUPTED);
-	return old;
+	v = &p->slots[p->n_slots];
+	*v = calloc(1, sizeof(**v));
+	if (!*v) {
+		perror("kfence-report");
+		exit(1);
+	}
+	p->n_slots++;
+	kfr_report_clear(&(*v)->cur);
+	slot_reset(*v);
+	return *v;
 }
 
 static char *dup_or_null(const char *s)
@@ -696,13 +719,15 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 		 * cannot be told from the new report's.
 		 */
 		mixed = !px->caller[0] && sl->section != KFR_TAIL;
-		emit(p, sl, KFR_R_INTERRUPTED);
+		emit(p, sl, mixed ? KFR_R_INTERLEAVED : KFR_R_INTERRUPTED);
 	} else {
 		sl = slot_new(p);
 	}
 	sl->active = true;
+	p->n_active++;
 	snprintf(sl->caller, sizeof(sl->caller), "%s", px->caller);
 	snprintf(sl->host, sizeof(sl->host), "%s", px->host);
+	sl->cpu = px->cpu;
 	sl->section = KFR_HEAD;
 	sl->gap = mixed ? KFR_R_INTERLEAVED : NULL;
 	sl->cur.line = p->lineno;
@@ -944,9 +969,9 @@ static void parse_escaped(struct kfr_parser *p, const char *msg, const struct kf
 
 void kfr_parser_lost(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active && !p->slots[i].gap)
-			p->slots[i].gap = KFR_R_LOST;
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active && !p->slots[i]->gap)
+			p->slots[i]->gap = KFR_R_LOST;
 }
 
 static void finish_all(struct kfr_parser *p, const char *reason)
@@ -956,22 +981,14 @@ static void finish_all(struct kfr_parser *p, const char *reason)
 	/* in input order, so that records come out as their reports began */
 	for (;;) {
 		first = NULL;
-		for (size_t i = 0; i < KFR_SLOTS; i++)
-			if (p->slots[i].active &&
-			    (!first || p->slots[i].cur.line < first->cur.line))
-				first = &p->slots[i];
+		for (size_t i = 0; i < p->n_slots; i++)
+			if (p->slots[i]->active &&
+			    (!first || p->slots[i]->cur.line < first->cur.line))
+				first = p->slots[i];
 		if (!first)
 			break;
 		emit(p, first, first->gap ? first->gap : reason);
 	}
-}
-
-static bool any_active(const struct kfr_parser *p)
-{
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active)
-			return true;
-	return false;
 }
 
 void kfr_parser_line(struct kfr_parser *p, const char *line)
@@ -984,7 +1001,7 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 	 * title matters, or a detail line whose title was lost. The sequence
 	 * numbers skipped are unknown, not lost.
 	 */
-	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
+	if (!p->n_active && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
 	    !strstr(line, "kfence-#")) {
 		p->last_seq = -1;
 		return;

@@ -101,13 +101,15 @@ enum kfr_section {
 
 typedef void (*kfr_emit_fn)(const struct kfr_report *r, void *arg);
 
-/* One report being read; several at once when printk caller ids (or the
- * hosts of a central syslog) tell apart the lines that interleave.
+/* One report being read; any number at once when printk caller ids, the
+ * CPU column of an Android log or the hosts of a central syslog tell apart
+ * the lines that interleave.
  */
 struct kfr_slot {
 	bool active;
 	char caller[16];	/* "" when the log has no caller ids */
 	char host[64];		/* "" when the lines name no host */
+	int cpu;		/* Android's "c7" column, -1 when none */
 	enum kfr_section section;
 	unsigned long body_lines;
 	bool detail;		/* the line after the title was seen */
@@ -118,8 +120,6 @@ struct kfr_slot {
 	struct kfr_report cur;
 };
 
-#define KFR_SLOTS 8
-
 struct kfr_parser {
 	kfr_emit_fn emit;
 	void *arg;
@@ -129,7 +129,10 @@ struct kfr_parser {
 	const char *host;	/* of the line being parsed (not owned) */
 	char release[64];	/* netconsole's release prefix, or "" */
 	unsigned long count;	/* reports emitted */
-	struct kfr_slot slots[KFR_SLOTS];
+	/* the reports being read: no cap, a slot is reused once emitted */
+	struct kfr_slot **slots;
+	size_t n_slots;
+	size_t n_active;
 };
 
 void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg);
@@ -149,6 +152,7 @@ struct kfr_prefix {
 	char caller[16];	/* "T123", "C1", "" */
 	char host[64];		/* syslog/journal host name, "" */
 	char release[64];	/* netconsole release prefix, "" */
+	int cpu;		/* Android's cpu column, -1 when none */
 	long long seq;		/* /dev/kmsg or netconsole sequence number, -1 */
 	bool escaped;		/* /dev/kmsg text: \xHH escapes */
 };

@@ -4,19 +4,7 @@
 # JSON, and the fleet options (cursor, max-per-boot, summary, stats,
 # vmlinux). Usage: cli.sh KFENCE-REPORT DATA-DIR [FAKE-VMLINUX] (prints TAP)
 kr=$1 data=$2 fakevm=$3
-n=0 failed=0
-t=$(mktemp -d /tmp/kfr-cli.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-
-check() {
-	n=$((n + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $n - $3"
-	else
-		echo "not ok $n - $3 (got '$1', want '$2')"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # grep_ok PATTERN FILE DESCRIPTION
 grep_ok() {
