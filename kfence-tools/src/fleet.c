@@ -14,10 +14,44 @@
 
 #define CURSOR_MAGIC "kfence-report-cursor 1"
 
+long long kfr_record_seq(const char *rec)
+{
+	long long seq;
+	int prio;
+
+	return sscanf(rec, "%d,%lld,", &prio, &seq) == 2 ? seq : -1;
+}
+
+void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq)
+{
+	char **v;
+
+	if (seq < 0 || c->n_held >= KFR_CURSOR_HELD)
+		return;
+	v = realloc(c->held, (c->n_held + 1) * sizeof(*v));
+	if (!v || !(v[c->n_held] = strdup(rec))) {
+		perror("kfence-report");
+		exit(1);
+	}
+	v[c->n_held][strcspn(v[c->n_held], "\n")] = '\0';
+	c->held = v;
+	c->n_held++;
+}
+
+void kfr_cursor_free(struct kfr_cursor *c)
+{
+	for (size_t i = 0; i < c->n_held; i++)
+		free(c->held[i]);
+	free(c->held);
+	c->held = NULL;
+	c->n_held = 0;
+}
+
 int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 {
 	FILE *f = fopen(path, "r");
-	char line[256], boot[64] = "";
+	char *line = NULL, boot[64] = "";
+	size_t cap = 0;
 	long long v;
 	bool magic = false;
 	struct kfr_cursor in;
@@ -34,10 +68,12 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 	}
 	memset(&in, 0, sizeof(in));
 	in.next_seq = -1;
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) >= 0) {
 		line[strcspn(line, "\n")] = '\0';
 		if (!strcmp(line, CURSOR_MAGIC))
 			magic = true;
+		else if (!strncmp(line, "record ", 7))
+			kfr_cursor_hold(&in, line + 7, kfr_record_seq(line + 7));
 		else if (sscanf(line, "boot_id %63s", boot) == 1)
 			;
 		else if (sscanf(line, "next_seq %lld", &v) == 1)
@@ -49,13 +85,16 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 		else if (sscanf(line, "suppressed %lld", &v) == 1 && v >= 0)
 			in.suppressed = (unsigned long)v;
 	}
+	free(line);
 	fclose(f);
 	if (!magic || !boot[0]) {
+		kfr_cursor_free(&in);
 		fprintf(stderr, "kfence-report: '%s' is not a kfence-report cursor file "
 			"(remove it to start from the beginning of the log)\n", path);
 		return -1;
 	}
 	if (boot_id && strcmp(boot, boot_id)) {
+		kfr_cursor_free(&in);
 		fprintf(stderr, "kfence-report: cursor '%s' is from boot %s, this is boot %s: "
 			"reading this boot's log from its start\n", path, boot, boot_id);
 		return 1;
@@ -82,6 +121,8 @@ int kfr_cursor_save(const struct kfr_cursor *c, const char *path)
 		CURSOR_MAGIC, c->boot_id, c->next_seq, c->emitted, c->suppressed);
 	for (size_t i = 0; i < c->n_done; i++)
 		fprintf(f, "done %lld\n", c->done[i]);
+	for (size_t i = 0; i < c->n_held; i++)
+		fprintf(f, "record %s\n", c->held[i]);
 	bad = fflush(f) || fsync(fileno(f));
 	bad |= fclose(f) != 0;
 	if (bad || rename(tmp, path)) {
@@ -120,6 +161,13 @@ void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq)
 		if (c->done[i] >= next_seq)
 			c->done[j++] = c->done[i];
 	c->n_done = j;
+	for (size_t i = j = 0; i < c->n_held; i++) {
+		if (kfr_record_seq(c->held[i]) >= next_seq)
+			c->held[j++] = c->held[i];
+		else
+			free(c->held[i]);
+	}
+	c->n_held = j;
 }
 
 #define BUCKET_HOSTS 256	/* distinct hosts counted per bucket, at most */

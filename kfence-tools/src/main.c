@@ -229,19 +229,26 @@ static void catch_stop(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* The sequence number of a /dev/kmsg record, or -1. */
-static long long record_seq(const char *rec)
+/*
+ * The records from @from to @to of the reports open when the last run
+ * stopped, which the ring overwrote since: read again from the cursor's
+ * copy, so that each of those reports still comes out, partial, with
+ * reason lost-records (the sequence gap after them says so).
+ */
+static void replay_held(struct ctx *c, long long from, long long to)
 {
-	long long seq;
-	int prio;
+	for (size_t i = 0; i < c->cursor.n_held; i++) {
+		long long s = kfr_record_seq(c->cursor.held[i]);
 
-	return sscanf(rec, "%d,%lld,", &prio, &seq) == 2 ? seq : -1;
+		if (s >= from && s < to)
+			kfr_parser_line(c->parser, c->cursor.held[i]);
+	}
 }
 
 /* One /dev/kmsg record: skip what the cursor says was read, then parse. */
 static void kmsg_record(struct ctx *c, char *rec)
 {
-	long long seq = record_seq(rec);
+	long long seq = kfr_record_seq(rec);
 
 	if (rec[0] == ' ')
 		return;	/* " KEY=value" dictionary lines of a saved kmsg */
@@ -252,11 +259,14 @@ static void kmsg_record(struct ctx *c, char *rec)
 	    seq > c->cursor.next_seq) {
 		fprintf(stderr, "kfence-report: records %lld-%lld were overwritten before they "
 			"were read\n", c->cursor.next_seq, seq - 1);
+		replay_held(c, c->cursor.next_seq, seq);
 		kfr_parser_lost(c->parser);
 	}
 	kfr_parser_line(c->parser, rec);
 	if (seq >= 0)
 		c->next_seq = seq + 1;
+	if (c->cursor_path)
+		kfr_cursor_hold(&c->cursor, rec, seq);
 }
 
 static int open_kmsg(const char *path, bool follow)
@@ -500,9 +510,11 @@ int main(int argc, char **argv)
 	/* A collector with a cursor leaves a report still being printed to
 	 * its next run, which reads it again from its title.
 	 */
-	if (c.cursor_path)
+	if (c.cursor_path) {
+		/* a report that lost records cannot be read again whole */
+		kfr_parser_finish_lost(&p);
 		save_cursor(&c);
-	else
+	} else
 		kfr_parser_finish(&p);
 	if (c.buckets) {
 		kfr_buckets_print(stdout, c.buckets, c.format == FMT_JSON);
@@ -512,6 +524,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kfence-report: %lu reports this boot not printed "
 			"(--max-per-boot %ld)\n", c.cursor.suppressed, c.max_per_boot);
 	kfr_parser_free(&p);
+	kfr_cursor_free(&c.cursor);
 	kfr_symbols_close(c.syms);
 	return ret | c.status;
 }

@@ -707,13 +707,21 @@ static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
 		set_function(r, in + 4, (size_t)(end - in - 4));
 }
 
+static bool lost_some(const struct kfr_slot *sl)
+{
+	return sl->gap && !strcmp(sl->gap, KFR_R_LOST);
+}
+
 /* A new report of @px's task and host, in a slot of its own. */
 static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix *px)
 {
 	struct kfr_slot *sl = slot_find(p, px);
 	bool mixed = false;
 
-	if (sl) {
+	if (sl && lost_some(sl)) {
+		/* its end was most likely among the records lost */
+		emit(p, sl, KFR_R_LOST);
+	} else if (sl) {
 		/* Without caller ids, a report whose footer was not seen yet
 		 * may still be printing on another CPU: its remaining lines
 		 * cannot be told from the new report's.
@@ -1023,6 +1031,13 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		parse_escaped(p, msg, &px);
 	else
 		parse_message(p, msg, &px);
+}
+
+void kfr_parser_finish_lost(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active && lost_some(p->slots[i]))
+			emit(p, p->slots[i], KFR_R_LOST);
 }
 
 void kfr_parser_finish(struct kfr_parser *p)

@@ -140,6 +140,8 @@ void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg);
 void kfr_parser_line(struct kfr_parser *p, const char *line);
 /* Records were lost (EPIPE on /dev/kmsg): open reports are incomplete. */
 void kfr_parser_lost(struct kfr_parser *p);
+/* Emit the open reports that lost records (a collector's end of run). */
+void kfr_parser_finish_lost(struct kfr_parser *p);
 /* End of one input (a file): open reports are emitted as truncated. */
 void kfr_parser_finish(struct kfr_parser *p);
 /* Free what the parser holds (after finish). */

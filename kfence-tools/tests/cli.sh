@@ -118,6 +118,27 @@ rc=$?
 exec 3>&-
 check "$rc:$(wc -l <"$t/fout"):$(grep '^next_seq' "$t/fcur")" "0:7:next_seq 1310" \
 	"SIGTERM: exit 0, the cursor after the last record read (1309)"
+# A report cut by the ring: the first run read its first lines (head -n
+# 100: the uaf_read report from 1178 to 1188), then the ring overwrote the
+# rest before the next run. The next run still prints it, as a partial
+# record saying why (lost-records), from the lines the cursor kept; a
+# stderr line alone is not enough.
+"$kr" --kmsg="$t/half.kmsg" --cursor "$t/rcur" --boot-id B1 --brief >/dev/null
+cp "$t/rcur" "$t/rcur2"
+tail -n +124 "$k" >"$t/after.kmsg"	# all of the report overwritten
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/rcur" --boot-id B1 --json >"$t/out" 2>"$t/err"
+check "$(jq -r '[.title, .complete, .reason] | @tsv' "$t/out" | head -n 1)" \
+	"$(printf 'KFENCE: use-after-free read in drill_uaf_read\tfalse\tlost-records')" \
+	"the ring overwrote a report's rest between runs: its record, partial, reason lost-records"
+check "$(wc -l <"$t/out"):$(jq -r 'select(.complete)' "$t/out" | grep -c '^{')" "4:3" \
+	"then the three reports after it, complete"
+grep_ok "records 1178-1211 were overwritten" "$t/err" "and the loss on stderr too"
+tail -n +110 "$k" >"$t/after.kmsg"	# 1189-1197 overwritten, the rest kept
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/rcur2" --boot-id B1 --json >"$t/out" 2>"$t/err"
+check "$(jq -r '[.title, .complete, .reason, (.free.stack | length)] | @tsv' "$t/out" | head -n 1)" \
+	"$(printf 'KFENCE: use-after-free read in drill_uaf_read\tfalse\tlost-records\t7')" \
+	"only its middle overwritten: one partial record with the lines before and after the gap"
+check "$(wc -l <"$t/out")" 4 "and the three after it"
 grep -v '^[0-9]*,11[89][0-9],' "$k" >"$t/gap.kmsg"	# records 1180-1199 lost
 "$kr" --kmsg="$t/gap.kmsg" --brief >"$t/out"
 check "$(grep -c 'incomplete:lost-records' "$t/out")" 1 \
