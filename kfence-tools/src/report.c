@@ -238,10 +238,23 @@ static bool frame_line(const char *s, size_t n, size_t *src_off, size_t *src_len
 	return t == n || module_part(s + t, n - t);
 }
 
+/* Before 4.15 x86 printed each frame's address first: "[<ffffffff81cb0bb9>] f+0x83/0xba" */
+static void skip_frame_address(const char **s, size_t *n)
+{
+	const char *e;
+
+	if (*n > 4 && (*s)[0] == '[' && (*s)[1] == '<' && (e = memchr(*s, ']', *n)) &&
+	    e[-1] == '>' && (size_t)(e - *s) + 2 < *n && e[1] == ' ') {
+		*n -= (size_t)(e + 2 - *s);
+		*s = e + 2;
+	}
+}
+
 static bool is_frame(const char *s, size_t n)
 {
 	size_t off, len;
 
+	skip_frame_address(&s, &n);
 	return frame_line(s, n, &off, &len);
 }
 
@@ -251,6 +264,7 @@ static void stack_add(struct kfr_stack *st, const char *s, size_t n)
 
 	if (st->n >= KFR_MAX_FRAMES)
 		return;
+	skip_frame_address(&s, &n);
 	/* a symbolized log's file:line is the frame's source */
 	if (frame_line(s, n, &off, &len) && len)
 		st->src[st->n] = xstrndup(s + off, len);
@@ -588,6 +602,14 @@ static bool needs_object(const struct kfr_report *r)
 	return r->kind && strcmp(r->kind, "invalid-access") && strcmp(r->kind, "unknown");
 }
 
+/* "double-free or invalid-free", "double-free", "invalid-free" */
+static bool kasan_free_kind(const char *kind)
+{
+	size_t n = kind ? strlen(kind) : 0;
+
+	return n >= 5 && !strcmp(kind + n - 5, "-free") && !strstr(kind, "use-after-free");
+}
+
 /* Why the report in @sl, closed by its ruler, is not whole; NULL if it is. */
 static const char *missing(const struct kfr_slot *sl)
 {
@@ -600,7 +622,8 @@ static const char *missing(const struct kfr_slot *sl)
 	 */
 	if (sl->detail && sl->footer && !r->stack.n && !sl->object_line)
 		return KFR_R_FILTERED;
-	if (!sl->detail)
+	/* KASAN before 6.0 printed no detail line for a bad free */
+	if (!sl->detail && !(sl->kasan && kasan_free_kind(r->kind)))
 		return KFR_R_NO_DETAIL;
 	if (!r->stack.n)
 		return KFR_R_NO_STACK;
@@ -696,15 +719,25 @@ static char *dup_or_null(const char *s)
 	return s && s[0] ? xstrndup(s, strlen(s)) : NULL;
 }
 
-/* After "BUG: KASAN: ": "slab-use-after-free in f+0x1c/0x30 [mod]" */
+/*
+ * After "BUG: KASAN: ": "slab-use-after-free in f+0x1c/0x30 [mod]", before
+ * 4.12 "use-after-free in f+0x1c/0x30 at addr ffff8800...", and before 4.16
+ * "null-ptr-deref on address 0000000000000010" (no function).
+ */
 static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
 {
-	const char *in = strstr(s, " in "), *end = s + n;
+	const char *in = strstr(s, " in "), *end = s + n, *at;
 	size_t kl = in && in < end ? (size_t)(in - s) : strcspn(s, " ");
 
 	set_str(&r->kind, s, kl);
-	if (in && in + 4 < end)
-		set_function(r, in + 4, (size_t)(end - in - 4));
+	if (!in || in + 4 >= end)
+		return;
+	at = strstr(in + 4, " at addr ");
+	if (at && at < end) {
+		find_address(r, at, " addr ");
+		end = at;
+	}
+	set_function(r, in + 4, (size_t)(end - in - 4));
 }
 
 static bool lost_some(const struct kfr_slot *sl)
@@ -816,12 +849,15 @@ static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
 	const char *c;
 	int pid;
 
+	/* "Read at addr A by task": hardware tags, which know no size */
 	if (!sl->detail && (starts(s, "Read of size ") || starts(s, "Write of size ") ||
+			    starts(s, "Read at addr ") || starts(s, "Write at addr ") ||
 			    starts(s, "Free of addr "))) {
 		sl->detail = true;
 		if (s[0] != 'F')
 			set_str(&r->access, s[0] == 'R' ? "read" : "write", s[0] == 'R' ? 4 : 5);
-		find_address(r, s, " addr ");	/* the size read is not the object's */
+		if (strstr(s, " addr "))	/* the size read is not the object's */
+			find_address(r, s, " addr ");
 	} else if (!sl->footer && parse_task(r, s, n)) {
 		sl->footer = true;
 		sl->section = KFR_HEAD;

@@ -80,6 +80,9 @@ struct kfr_report {
 	unsigned long line;	/* input line of the title */
 	bool complete;		/* every part seen, nothing lost in between */
 	const char *reason;	/* why not complete (a KFR_R_* string), or NULL */
+	/* how the title was made (title-rules.def) */
+	int title_form;		/* index of the FORM row, -1 for none */
+	unsigned title_families;	/* bit per FAMILY that skipped a frame */
 };
 
 /* Why a report is incomplete (the JSON "reason" values). */
@@ -170,7 +173,22 @@ const char *kfr_message(const char *line, struct kfr_prefix *px);
 
 void kfr_report_clear(struct kfr_report *r);
 
-/* title.c: the frame-skip list and the titles. */
+/* title.c: the title rules (title-rules.def) and the titles. */
+struct kfr_title_family {
+	const char *name;
+	const char *corpus;	/* the corpus case that exercises it */
+	const char *what;
+	bool form_only;		/* applies only to the forms that name it */
+};
+struct kfr_title_form {
+	const char *detector;
+	const char *bug_type;	/* as the report names it, "*" for any */
+	const char *title;	/* %k %A %a %g */
+	int extra;		/* a form-only family, or -1 */
+	const char *corpus;
+};
+const struct kfr_title_family *kfr_title_families(size_t *n);
+const struct kfr_title_form *kfr_title_forms(size_t *n);
 bool kfr_frame_skipped(const char *function);
 /* The function of a frame as printed: "? f.isra.0+0x1/0x2 [m id]" -> "f" */
 size_t kfr_frame_function(const char *frame, char *buf, size_t size);
