@@ -4,7 +4,9 @@
  * prefix reader and the parser, every record through each printer, the
  * bucket key and the --summary buckets (printed as text and JSON at the end),
  * and the whole input is read once more as a --stats file, whose JSON must
- * be ASCII with no key twice (checked here: a sanitizer would not see it). Build: meson with CC=clang (target fuzz-kfence-report), or
+ * be ASCII with no key twice (checked here: a sanitizer would not see it).
+ * The fast path kfence-report reads files with (kfr_parser_skip over whole
+ * buffers) must give exactly the records of the line-by-line parse. Build: meson with CC=clang (target fuzz-kfence-report), or
  * kfence-tools/fuzz/run-fuzz.sh, which also runs it on the seed corpus.
  */
 #include "fleet.h"
@@ -76,6 +78,63 @@ static void fuzz_stats(const uint8_t *data, size_t size)
 	}
 }
 
+static void to_json(const struct kfr_report *r, void *arg)
+{
+	struct kfr_meta m = { 0 };
+
+	kfr_print_json(arg, r, &m);
+}
+
+/* @lines (NUL-separated, @size bytes) parsed line by line and by blocks */
+static void same_as_blocks(const char *data, size_t size)
+{
+	char *a = NULL, *b = NULL, *buf = malloc(size + 1), *s, *nl, *end;
+	size_t an = 0, bn = 0;
+	struct kfr_parser p;
+	struct kfr_scan sc = { 0 };
+	FILE *fa = open_memstream(&a, &an), *fb = open_memstream(&b, &bn);
+
+	if (!buf || !fa || !fb)
+		abort();
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	kfr_parser_init(&p, to_json, fa);
+	for (s = buf; s; s = nl ? nl + 1 : NULL) {
+		nl = memchr(s, '\n', size - (size_t)(s - buf));
+		if (nl)
+			*nl = '\0';
+		kfr_parser_line(&p, s);
+		if (nl)
+			*nl = '\n';
+	}
+	kfr_parser_finish(&p);
+	kfr_parser_free(&p);
+	kfr_parser_init(&p, to_json, fb);
+	end = buf + size;
+	for (s = buf; s <= end; s = nl + 1) {
+		s = (char *)kfr_parser_skip(&p, &sc, s, end);
+		if (s >= end && (s > buf && s[-1] == '\n'))
+			break;
+		nl = memchr(s, '\n', (size_t)(end - s));
+		if (!nl)
+			nl = end;
+		*nl = '\0';
+		kfr_parser_line(&p, s);
+	}
+	kfr_parser_finish(&p);
+	kfr_parser_free(&p);
+	fclose(fa);
+	fclose(fb);
+	if (an != bn || memcmp(a, b, an)) {
+		fprintf(stderr, "line-by-line and block parses differ:\n%.*s\n---\n%.*s\n",
+			(int)an, a, (int)bn, b);
+		abort();
+	}
+	free(a);
+	free(b);
+	free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kfr_buckets *b = kfr_buckets_new(3);
@@ -114,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kfr_buckets_free(b);
 	if (size)
 		fuzz_stats(data, size);
+	same_as_blocks((const char *)data, size);
 	free(buf);
 	return 0;
 }

@@ -158,6 +158,76 @@ static void print_report(const struct kfr_report *r, void *arg)
 
 static void print_report(const struct kfr_report *r, void *arg);
 
+/* Give @p the whole lines of buf[0, *len); keep the rest (a cut line). */
+static void parse_block(struct kfr_parser *p, char *buf, size_t *len, bool eof)
+{
+	char *s = buf, *end = buf + *len, *nl, *last;
+	struct kfr_scan sc = { 0 };
+
+	/* the lines up to the last newline, or all at the end of input */
+	for (last = end; last > buf && last[-1] != '\n'; last--)
+		;
+	if (eof)
+		last = end;
+	while (s < last) {
+		s = (char *)kfr_parser_skip(p, &sc, s, last);
+		if (s >= last)
+			break;
+		nl = memchr(s, '\n', (size_t)(last - s));
+		if (nl)
+			*nl = '\0';
+		else
+			*last = '\0';	/* the buffer has room for it */
+		kfr_parser_line(p, s);
+		s = nl ? nl + 1 : last;
+	}
+	*len = (size_t)(end - last);
+	memmove(buf, last, *len);
+}
+
+/*
+ * A log read in big blocks: outside reports, the parser's scan skips
+ * whole runs of lines at memmem() speed. Line by line (getline) only for
+ * --summary, which also reads JSON records.
+ */
+static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
+{
+	size_t cap = 1 << 22, len = 0;
+	char *buf = malloc(cap + 1);
+	int fd = fileno(f), ret = 0;
+	ssize_t n;
+
+	if (!buf) {
+		perror("kfence-report");
+		exit(1);
+	}
+	for (;;) {
+		if (len == cap) {
+			/* a line longer than the buffer: make room for it */
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+			if (!buf) {
+				perror("kfence-report");
+				exit(1);
+			}
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "kfence-report: reading %s: %s\n", name, strerror(errno));
+			ret = 1;
+			break;
+		}
+		len += (size_t)n;
+		parse_block(p, buf, &len, n == 0);
+		if (n == 0)
+			break;
+	}
+	free(buf);
+	return ret;
+}
+
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
 	struct ctx *c = p->arg;
@@ -166,6 +236,8 @@ static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 	size_t cap = 0;
 	int ret = 0;
 
+	if (!c->buckets)
+		return read_blocks(p, f, name);
 	memset(&rec, 0, sizeof(rec));
 	kfr_report_clear(&rec);
 	while (getline(&line, &cap, f) >= 0) {

@@ -1035,6 +1035,96 @@ static void finish_all(struct kfr_parser *p, const char *reason)
 	}
 }
 
+/* What a line outside a report must hold to matter (kfr_parser_line). */
+static const char triggers[3][9] = { "KFENCE: ", "KASAN: ", "kfence-#" };
+
+/*
+ * Newlines in [s, end), 16 bytes a step with the compiler's vector
+ * extensions (SSE2 on x86-64, NEON on arm64): counting the lines passed
+ * over must not cost more than finding the reports.
+ */
+static size_t count_lines(const char *s, const char *end)
+{
+	typedef unsigned char v16 __attribute__((vector_size(16)));
+	const v16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
+			 '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+	size_t n = 0;
+
+	while (end - s >= 16) {
+		v16 acc = { 0 };
+		int steps = 0;
+
+		/* each lane counts to at most 255 before it is added up */
+		for (; end - s >= 16 && steps < 255; s += 16, steps++) {
+			v16 v;
+
+			memcpy(&v, s, 16);
+			acc -= (v16)(v == nl);	/* a match is all ones: -1 */
+		}
+		for (int i = 0; i < 16; i++)
+			n += acc[i];
+	}
+	for (; s < end; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * The next line that can matter: "KFENCE: " or "KASAN: " (found by
+ * memchr() for the rare 'K') or "kfence-#" (by memchr() for '#'), with
+ * each search's result kept in @sc until the scan passes it.
+ */
+static const char *next_k(const char *s, const char *end)
+{
+	while ((s = memchr(s, 'K', (size_t)(end - s)))) {
+		if ((end - s >= 8 && !memcmp(s, triggers[0], 8)) ||
+		    (end - s >= 7 && !memcmp(s, triggers[1], 7)))
+			return s;
+		s++;
+	}
+	return end;
+}
+
+static const char *next_hash(const char *s, const char *base, const char *end)
+{
+	while ((s = memchr(s, '#', (size_t)(end - s)))) {
+		if (s - base >= 7 && !memcmp(s - 7, triggers[2], 8))
+			return s - 7;
+		s++;
+	}
+	return end;
+}
+
+/*
+ * Nearly every line of a log is no report's: instead of looking at each,
+ * find the next trigger over the whole buffer (as grep does), and count
+ * the newlines passed over.
+ */
+const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
+			    const char *s, const char *end)
+{
+	const char *hit, *line;
+
+	if (p->n_active || s >= end)
+		return s;
+	if (sc->end != end) {
+		memset(sc, 0, sizeof(*sc));
+		sc->end = end;
+	}
+	if (!sc->next[0] || sc->next[0] < s)
+		sc->next[0] = next_k(s, end);
+	if (!sc->next[1] || sc->next[1] < s)
+		sc->next[1] = next_hash(s + 7 < end ? s + 7 : end, s, end);
+	hit = sc->next[0] < sc->next[1] ? sc->next[0] : sc->next[1];
+	for (line = hit; line > s && line[-1] != '\n'; line--)
+		;
+	if (line > s) {
+		p->lineno += count_lines(s, line);
+		p->last_seq = -1;	/* the numbers skipped are unknown, not lost */
+	}
+	return line;
+}
+
 void kfr_parser_line(struct kfr_parser *p, const char *line)
 {
 	struct kfr_prefix px;
@@ -1045,8 +1135,8 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 	 * title matters, or a detail line whose title was lost. The sequence
 	 * numbers skipped are unknown, not lost.
 	 */
-	if (!p->n_active && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
-	    !strstr(line, "kfence-#")) {
+	if (!p->n_active && !strstr(line, triggers[0]) && !strstr(line, triggers[1]) &&
+	    !strstr(line, triggers[2])) {
 		p->last_seq = -1;
 		return;
 	}

@@ -141,6 +141,19 @@ struct kfr_parser {
 void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg);
 /* One line of log, with or without its newline and log prefix. */
 void kfr_parser_line(struct kfr_parser *p, const char *line);
+/*
+ * Fast path for a buffer of whole lines [s, end): the start of the first
+ * line the parser must be given (one holding "KFENCE: ", "KASAN: " or
+ * "kfence-#", or any line while a report is open), or @end. The lines
+ * passed over are counted as read. @sc caches where each trigger occurs
+ * next in the buffer: zero it for each new buffer.
+ */
+struct kfr_scan {
+	const char *end;
+	const char *next[2];	/* the next 'K' and '#' triggers */
+};
+const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
+			    const char *s, const char *end);
 /* Records were lost (EPIPE on /dev/kmsg): open reports are incomplete. */
 void kfr_parser_lost(struct kfr_parser *p);
 /* Emit the open reports that lost records (a collector's end of run). */

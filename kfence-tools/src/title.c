@@ -97,13 +97,43 @@ static bool rule_matches(const struct skip_rule *k, const char *fn, size_t fl)
 }
 
 /*
+ * A log names the same few hundred functions over and over: remember the
+ * last verdict for each (per thread, a direct-mapped table), so that a
+ * frame costs one hash, not a pass over every rule.
+ */
+#define VERDICTS 1024
+static __thread struct verdict {
+	char fn[48];
+	signed char extra, family;
+} verdicts[VERDICTS];
+
+static int match_rules(const char *fn, size_t fl, int extra);
+
+/*
  * The family of the first rule that skips @fn: the generic families, and
  * @extra (a form's own family, F_NONE for none). -1 when kept.
  */
 static int skip_family(const char *fn, int extra)
 {
 	size_t fl = strlen(fn);
+	unsigned h = 2166136261u ^ (unsigned)(extra + 1);
+	struct verdict *v;
 
+	if (fl >= sizeof(verdicts[0].fn))
+		return match_rules(fn, fl, extra);
+	for (size_t i = 0; i < fl; i++)
+		h = (h ^ (unsigned char)fn[i]) * 16777619u;
+	v = &verdicts[h % VERDICTS];
+	if (v->fn[0] && v->extra == extra && !strcmp(v->fn, fn))
+		return v->family;
+	memcpy(v->fn, fn, fl + 1);
+	v->extra = (signed char)extra;
+	v->family = (signed char)match_rules(fn, fl, extra);
+	return v->family;
+}
+
+static int match_rules(const char *fn, size_t fl, int extra)
+{
 	for (size_t i = 0; i < N_SKIP; i++) {
 		const struct skip_rule *k = &skip_rules[i];
 
