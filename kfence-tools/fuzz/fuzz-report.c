@@ -68,7 +68,7 @@ static void fuzz_stats(const uint8_t *data, size_t size)
 		o = open_memstream(&out, &n);
 		if (!in || !o)
 			abort();
-		kfr_stats_print(o, in, "fuzz", 100, json);
+		kfr_stats_print(o, in, NULL, 100, json);
 		fclose(o);
 		fclose(in);
 		if (json)

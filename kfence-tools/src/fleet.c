@@ -372,7 +372,8 @@ static int stats_read(FILE *in, const char *name, struct stats *st)
 		st->n++;
 	}
 	if (!st->n) {
-		fprintf(stderr, "kfence-report: '%s' holds no KFENCE statistics\n", name);
+		if (name)
+			fprintf(stderr, "kfence-report: '%s' holds no KFENCE statistics\n", name);
 		return 1;
 	}
 	return 0;

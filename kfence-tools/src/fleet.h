@@ -64,8 +64,8 @@ bool kfr_json_record(const char *line, struct kfr_report *r);
 
 /* --stats: /sys/kernel/debug/kfence/stats (or @path) as text or JSON. */
 int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json);
-/* The same from an open stats file @in (@name for messages); @interval
- * is sample_interval in ms, -1 when unknown.
+/* The same from an open stats file @in (@name for messages, NULL: no
+ * message); @interval is sample_interval in ms, -1 when unknown.
  */
 int kfr_stats_print(FILE *f, FILE *in, const char *name, long long interval, bool json);
 

@@ -1169,6 +1169,10 @@ void kfr_parser_finish_lost(struct kfr_parser *p)
 void kfr_parser_finish(struct kfr_parser *p)
 {
 	finish_all(p, KFR_R_TRUNCATED);
+	/* nothing is open now: give back the slots (a caller that only
+	 * finishes, as before they were allocated, leaks nothing)
+	 */
+	kfr_parser_free(p);
 	p->last_seq = -1;
 	p->release[0] = '\0';
 }

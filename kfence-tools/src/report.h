@@ -158,7 +158,9 @@ const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
 void kfr_parser_lost(struct kfr_parser *p);
 /* Emit the open reports that lost records (a collector's end of run). */
 void kfr_parser_finish_lost(struct kfr_parser *p);
-/* End of one input (a file): open reports are emitted as truncated. */
+/* End of one input (a file): open reports are emitted as truncated, and
+ * what the parser holds is freed (it can go on with the next input).
+ */
 void kfr_parser_finish(struct kfr_parser *p);
 /* Free what the parser holds (after finish). */
 void kfr_parser_free(struct kfr_parser *p);
