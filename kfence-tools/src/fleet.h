@@ -50,6 +50,7 @@ void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq);
 long long kfr_record_seq(const char *rec);
 /* Keep a copy of /dev/kmsg record @rec (its seq is @seq). */
 void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq);
+/* Drop the records held (none is open), freeing them. */
 void kfr_cursor_free(struct kfr_cursor *c);
 
 /* Buckets for --summary. */

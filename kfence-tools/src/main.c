@@ -337,8 +337,11 @@ static void kmsg_record(struct ctx *c, char *rec)
 	kfr_parser_line(c->parser, rec);
 	if (seq >= 0)
 		c->next_seq = seq + 1;
-	if (c->cursor_path)
+	/* keep the records of open reports only: with none open, none */
+	if (c->cursor_path && c->parser->n_active)
 		kfr_cursor_hold(&c->cursor, rec, seq);
+	else if (c->cursor_path)
+		kfr_cursor_free(&c->cursor);
 }
 
 static int open_kmsg(const char *path, bool follow)

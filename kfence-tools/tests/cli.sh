@@ -139,6 +139,17 @@ check "$(jq -r '[.title, .complete, .reason, (.free.stack | length)] | @tsv' "$t
 	"$(printf 'KFENCE: use-after-free read in drill_uaf_read\tfalse\tlost-records\t7')" \
 	"only its middle overwritten: one partial record with the lines before and after the gap"
 check "$(wc -l <"$t/out")" 4 "and the three after it"
+# the same after 5000 ordinary records read by the first run: what the
+# cursor keeps is the open report's records, not everything read
+awk 'BEGIN { for (i = 1; i <= 5000; i++) printf "6,%d,1000,-;eth0: link up\n", i }' >"$t/noisy.kmsg"
+awk -F, -v OFS=, '{ $2 += 5000; print }' "$k" >"$t/shifted.kmsg"	# after the noise
+sed -n 89,100p "$t/shifted.kmsg" >>"$t/noisy.kmsg"	# the uaf_read report begun
+"$kr" --kmsg="$t/noisy.kmsg" --cursor "$t/ncur" --boot-id B1 --brief >/dev/null
+check "$(grep -c '^record ' "$t/ncur")" 11 "the cursor holds the open report's 11 records"
+tail -n +124 "$t/shifted.kmsg" >"$t/after.kmsg"
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/ncur" --boot-id B1 --brief >"$t/out" 2>/dev/null
+check "$(head -n 1 "$t/out" | grep -c 'incomplete:lost-records$'):$(wc -l <"$t/out")" "1:4" \
+	"and the next run prints that report, partial, then the three after it"
 grep -v '^[0-9]*,11[89][0-9],' "$k" >"$t/gap.kmsg"	# records 1180-1199 lost
 "$kr" --kmsg="$t/gap.kmsg" --brief >"$t/out"
 check "$(grep -c 'incomplete:lost-records' "$t/out")" 1 \
