@@ -14,6 +14,7 @@
  * usage: kfence-parse-bench [--mb N] [--runs R] [--noise N] LOG...
  * Prints each run, then min/median/max of MB/s, reports/s and the ratio.
  */
+#include "bench-util.h"
 #include "report.h"
 
 #include <stdio.h>
@@ -21,25 +22,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *const noise[] = {
-	"e1000e 0000:00:19.0 eth0: NIC Link is Up 1000 Mbps Full Duplex, Flow Control: Rx/Tx",
-	"audit: type=1400 audit(1701612000.123:42): apparmor=\"STATUS\" operation=\"profile_load\"",
-	"EXT4-fs (sda1): mounted filesystem with ordered data mode. Quota mode: none.",
-	"nf_conntrack: default automatic helper assignment has been turned off for security reasons",
-	"systemd[1]: Started Journal Service.",
-	"usb 1-1: new high-speed USB device number 2 using xhci_hcd",
-	"TCP: request_sock_TCP: Possible SYN flooding on port 443. Sending cookies.",
-	"kworker/u8:2: page allocation failure: order:0, mode:0x820(GFP_ATOMIC)",
-};
 
 static char *load(int argc, char **argv, size_t want, size_t *len, unsigned long noise_n)
 {
@@ -66,7 +48,7 @@ static char *load(int argc, char **argv, size_t want, size_t *len, unsigned long
 	for (unsigned long k = 0; k < noise_n; k++) {
 		char l[256];
 		int m = snprintf(l, sizeof(l), "[%5lu.%06lu] %s\n", 100 + k / 1000,
-				 k % 1000000, noise[k % 8]);
+				 k % 1000000, bench_noise[k % BENCH_N_NOISE]);
 
 		one = realloc(one, olen + (size_t)m);
 		if (!one)
@@ -124,16 +106,9 @@ static unsigned long pass(char *buf, size_t len, bool parse)
 	return found;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void stat3(const char *what, double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp);
+	bench_sort(v, n);
 	printf("%-26s min %10.1f  median %10.1f  max %10.1f\n", what, v[0], v[n / 2], v[n - 1]);
 }
 
@@ -178,15 +153,15 @@ int main(int argc, char **argv)
 	printf("%4s %12s %12s %12s %12s %8s\n", "run", "parse MB/s", "scan MB/s", "grep(1) MB/s",
 	       "reports/s", "scan/parse");
 	for (int r = 0; r < runs; r++) {
-		double t0 = now(), t1, t2, t3;
+		double t0 = bench_now(), t1, t2, t3;
 
 		greps = pass(buf, len, false);
-		t1 = now();
+		t1 = bench_now();
 		reps = pass(buf, len, true);
-		t2 = now();
+		t2 = bench_now();
 		if (system(cmd) < 0)
 			return 1;
-		t3 = now();
+		t3 = bench_now();
 		xmb[r] = (double)len / 1e6 / (t3 - t2);
 		gmb[r] = (double)len / 1e6 / (t1 - t0);
 		pmb[r] = (double)len / 1e6 / (t2 - t1);

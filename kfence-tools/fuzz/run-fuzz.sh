@@ -17,5 +17,5 @@ src=$here/../src
 	"$src/output.c" "$src/fleet.c" -o "$work/fuzz-kfence-report"
 cd "$work"
 ./fuzz-kfence-report -max_total_time="$secs" -max_len=65536 -timeout=10 \
-	-rss_limit_mb=1024 new "$here/seeds" "$here/../tests/corpus"
+	-rss_limit_mb=1024 new "$here/seeds" "$here/regress" "$here/../tests/corpus"
 echo "run-fuzz.sh: no crash in $secs s (work directory $work)"

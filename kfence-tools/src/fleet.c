@@ -5,6 +5,7 @@
  */
 #include "fleet.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,44 @@
 
 #define CURSOR_MAGIC "kfence-report-cursor 1"
 
+long long kfr_record_seq(const char *rec)
+{
+	long long seq;
+	int prio;
+
+	return sscanf(rec, "%d,%lld,", &prio, &seq) == 2 ? seq : -1;
+}
+
+void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq)
+{
+	char **v;
+
+	if (seq < 0 || c->n_held >= KFR_CURSOR_HELD)
+		return;
+	v = realloc(c->held, (c->n_held + 1) * sizeof(*v));
+	if (!v || !(v[c->n_held] = strdup(rec))) {
+		perror("kfence-report");
+		exit(1);
+	}
+	v[c->n_held][strcspn(v[c->n_held], "\n")] = '\0';
+	c->held = v;
+	c->n_held++;
+}
+
+void kfr_cursor_free(struct kfr_cursor *c)
+{
+	for (size_t i = 0; i < c->n_held; i++)
+		free(c->held[i]);
+	free(c->held);
+	c->held = NULL;
+	c->n_held = 0;
+}
+
 int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 {
 	FILE *f = fopen(path, "r");
-	char line[256], boot[64] = "";
+	char *line = NULL, boot[64] = "";
+	size_t cap = 0;
 	long long v;
 	bool magic = false;
 	struct kfr_cursor in;
@@ -33,10 +68,12 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 	}
 	memset(&in, 0, sizeof(in));
 	in.next_seq = -1;
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) >= 0) {
 		line[strcspn(line, "\n")] = '\0';
 		if (!strcmp(line, CURSOR_MAGIC))
 			magic = true;
+		else if (!strncmp(line, "record ", 7))
+			kfr_cursor_hold(&in, line + 7, kfr_record_seq(line + 7));
 		else if (sscanf(line, "boot_id %63s", boot) == 1)
 			;
 		else if (sscanf(line, "next_seq %lld", &v) == 1)
@@ -48,13 +85,16 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 		else if (sscanf(line, "suppressed %lld", &v) == 1 && v >= 0)
 			in.suppressed = (unsigned long)v;
 	}
+	free(line);
 	fclose(f);
 	if (!magic || !boot[0]) {
+		kfr_cursor_free(&in);
 		fprintf(stderr, "kfence-report: '%s' is not a kfence-report cursor file "
 			"(remove it to start from the beginning of the log)\n", path);
 		return -1;
 	}
 	if (boot_id && strcmp(boot, boot_id)) {
+		kfr_cursor_free(&in);
 		fprintf(stderr, "kfence-report: cursor '%s' is from boot %s, this is boot %s: "
 			"reading this boot's log from its start\n", path, boot, boot_id);
 		return 1;
@@ -81,6 +121,8 @@ int kfr_cursor_save(const struct kfr_cursor *c, const char *path)
 		CURSOR_MAGIC, c->boot_id, c->next_seq, c->emitted, c->suppressed);
 	for (size_t i = 0; i < c->n_done; i++)
 		fprintf(f, "done %lld\n", c->done[i]);
+	for (size_t i = 0; i < c->n_held; i++)
+		fprintf(f, "record %s\n", c->held[i]);
 	bad = fflush(f) || fsync(fileno(f));
 	bad |= fclose(f) != 0;
 	if (bad || rename(tmp, path)) {
@@ -119,6 +161,13 @@ void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq)
 		if (c->done[i] >= next_seq)
 			c->done[j++] = c->done[i];
 	c->n_done = j;
+	for (size_t i = j = 0; i < c->n_held; i++) {
+		if (kfr_record_seq(c->held[i]) >= next_seq)
+			c->held[j++] = c->held[i];
+		else
+			free(c->held[i]);
+	}
+	c->n_held = j;
 }
 
 #define BUCKET_HOSTS 256	/* distinct hosts counted per bucket, at most */
@@ -206,7 +255,9 @@ static int by_count(const void *a, const void *b)
 
 void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
 {
-	qsort(b->v, b->n, sizeof(*b->v), by_count);
+	/* qsort() wants a valid array even for no element (C11 7.22.5) */
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), by_count);
 	if (!json)
 		fprintf(f, "%6s %8s %5s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "HOSTS",
 			"FIRST SEEN", "LAST SEEN", "BUCKET");
@@ -254,13 +305,143 @@ void kfr_buckets_free(struct kfr_buckets *b)
  * the pool run full (allocations skipped for capacity)? Kernels before
  * 5.16 have no "skipped allocations" counters: there it is unknown.
  */
+#define STATS_MAX 16
+
+struct stats {
+	char names[STATS_MAX][64];
+	char keys[STATS_MAX][72];
+	long long vals[STATS_MAX];
+	size_t n;
+	long long enabled, capacity;
+};
+
+/*
+ * A counter's JSON key: "skipped allocations (capacity)" ->
+ * skipped_allocations_capacity. Anything but ASCII letters and digits
+ * becomes one '_' (a file that is not the kernel's may hold any byte: the
+ * JSON stays ASCII), and a key met before gets "_2", "_3"... (no object
+ * with one key twice).
+ */
+static void stats_key(struct stats *st, size_t i)
+{
+	char *key = st->keys[i];
+	size_t k = 0, base;
+	bool twice;
+
+	for (const unsigned char *c = (const unsigned char *)st->names[i]; *c && k < 63; c++) {
+		if (isalnum(*c) && *c < 0x80)
+			key[k++] = (char)*c;
+		else if (k && key[k - 1] != '_')
+			key[k++] = '_';
+	}
+	while (k && key[k - 1] == '_')
+		k--;
+	if (!k)
+		k = (size_t)snprintf(key, 64, "counter");
+	key[k] = '\0';
+	base = k;
+	for (int dup = 2;; dup++) {
+		twice = false;
+		for (size_t j = 0; j < i && !twice; j++)
+			twice = !strcmp(st->keys[j], key);
+		if (!twice)
+			break;
+		snprintf(key + base, sizeof(st->keys[0]) - base, "_%d", dup);
+	}
+}
+
+/* mm/kfence/core.c's "name: value" lines; 0, or 1 when there is none. */
+static int stats_read(FILE *in, const char *name, struct stats *st)
+{
+	char line[256];
+
+	st->n = 0;
+	st->enabled = st->capacity = -1;
+	while (fgets(line, sizeof(line), in) && st->n < STATS_MAX) {
+		char *colon = strrchr(line, ':');
+		size_t i = st->n;
+
+		if (!colon || sscanf(colon + 1, "%lld", &st->vals[i]) != 1)
+			continue;
+		snprintf(st->names[i], sizeof(st->names[i]), "%.*s", (int)(colon - line), line);
+		if (!strcmp(st->names[i], "enabled"))
+			st->enabled = st->vals[i];
+		if (!strcmp(st->names[i], "skipped allocations (capacity)"))
+			st->capacity = st->vals[i];
+		stats_key(st, i);
+		st->n++;
+	}
+	if (!st->n) {
+		if (name)
+			fprintf(stderr, "kfence-report: '%s' holds no KFENCE statistics\n", name);
+		return 1;
+	}
+	return 0;
+}
+
+static void stats_json(FILE *f, const struct stats *st, long long interval)
+{
+	fprintf(f, "{\"schema\":%d,\"stats\":{", KFR_SCHEMA);
+	for (size_t i = 0; i < st->n; i++)
+		fprintf(f, "%s\"%s\":%lld", i ? "," : "", st->keys[i], st->vals[i]);
+	fputs("},\"sample_interval_ms\":", f);
+	if (interval >= 0)
+		fprintf(f, "%lld", interval);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"sampling\":%s,\"pool_was_full\":%s}\n",
+		st->enabled > 0 && interval != 0 ? "true" : "false",
+		st->capacity < 0 ? "null" : st->capacity > 0 ? "true" : "false");
+}
+
+static void stats_text(FILE *f, const struct stats *st, long long interval)
+{
+	for (size_t i = 0; i < st->n; i++)
+		fprintf(f, "%-36s %lld\n", st->names[i], st->vals[i]);
+	if (interval >= 0)
+		fprintf(f, "%-36s %lld\n", "sample interval (ms)", interval);
+	fprintf(f, "sampling: %s\n", st->enabled > 0 && interval != 0 ? "on" :
+		st->enabled == 0 ? "off (KFENCE disabled itself, or sample_interval=0 at boot)" :
+		"off (sample_interval=0)");
+	fprintf(f, "pool: %s\n", st->capacity < 0 ?
+		"unknown (no \"skipped allocations (capacity)\" counter: kernels "
+		"before 5.16 do not count them)" : st->capacity > 0 ?
+		"has run full (allocations were skipped for capacity: raise "
+		"CONFIG_KFENCE_NUM_OBJECTS or look for a leak of KFENCE objects)" :
+		"never full");
+}
+
+int kfr_stats_print(FILE *f, FILE *in, const char *name, long long interval, bool json)
+{
+	struct stats st;
+
+	if (stats_read(in, name, &st))
+		return 1;
+	if (json)
+		stats_json(f, &st, interval);
+	else
+		stats_text(f, &st, interval);
+	return 0;
+}
+
+/*
+ * mm/kfence/core.c's stats file: "enabled: 1", then "name: value" per
+ * counter. What a fleet wants to know from it: is sampling on, and has
+ * the pool run full (allocations skipped for capacity)? Kernels before
+ * 5.16 have no "skipped allocations" counters: there it is unknown.
+ */
 int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 {
-	FILE *in = fopen(path, "r");
-	char line[256], names[16][64];
-	long long vals[16], interval = -1, enabled = -1, capacity = -1;
-	size_t n = 0;
+	FILE *in = interval_path ? fopen(interval_path, "r") : NULL;
+	long long interval = -1;
+	int ret;
 
+	if (in) {
+		if (fscanf(in, "%lld", &interval) != 1)
+			interval = -1;
+		fclose(in);
+	}
+	in = fopen(path, "r");
 	if (!in) {
 		fprintf(stderr, "kfence-report: cannot read '%s': %s%s\n", path, strerror(errno),
 			errno == ENOENT ? " (is debugfs mounted on /sys/kernel/debug, and the "
@@ -268,73 +449,9 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 			" (debugfs is root-only)" : "");
 		return 1;
 	}
-	while (fgets(line, sizeof(line), in) && n < 16) {
-		char *colon = strrchr(line, ':');
-
-		if (!colon || sscanf(colon + 1, "%lld", &vals[n]) != 1)
-			continue;
-		snprintf(names[n], sizeof(names[n]), "%.*s", (int)(colon - line), line);
-		if (!strcmp(names[n], "enabled"))
-			enabled = vals[n];
-		if (!strcmp(names[n], "skipped allocations (capacity)"))
-			capacity = vals[n];
-		n++;
-	}
+	ret = kfr_stats_print(f, in, path, interval, json);
 	fclose(in);
-	if (!n) {
-		fprintf(stderr, "kfence-report: '%s' holds no KFENCE statistics\n", path);
-		return 1;
-	}
-	in = interval_path ? fopen(interval_path, "r") : NULL;
-	if (in) {
-		if (fscanf(in, "%lld", &interval) != 1)
-			interval = -1;
-		fclose(in);
-	}
-	if (json) {
-		fprintf(f, "{\"schema\":%d,\"stats\":{", KFR_SCHEMA);
-		for (size_t i = 0; i < n; i++) {
-			char key[64];
-			size_t k = 0;
-
-			/* "skipped allocations (capacity)" -> skipped_allocations_capacity */
-			for (const char *c = names[i]; *c && k < sizeof(key) - 1; c++) {
-				if (*c == ' ' || *c == '(')
-					key[k++] = '_';
-				else if (*c != ')')
-					key[k++] = *c;
-			}
-			while (k && key[k - 1] == '_')
-				k--;
-			key[k] = '\0';
-			for (char *d = strstr(key, "__"); d; d = strstr(key, "__"))
-				memmove(d, d + 1, strlen(d));
-			fprintf(f, "%s\"%s\":%lld", i ? "," : "", key, vals[i]);
-		}
-		fputs("},\"sample_interval_ms\":", f);
-		if (interval >= 0)
-			fprintf(f, "%lld", interval);
-		else
-			fputs("null", f);
-		fprintf(f, ",\"sampling\":%s,\"pool_was_full\":%s}\n",
-			enabled > 0 && interval != 0 ? "true" : "false",
-			capacity < 0 ? "null" : capacity > 0 ? "true" : "false");
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%-36s %lld\n", names[i], vals[i]);
-	if (interval >= 0)
-		fprintf(f, "%-36s %lld\n", "sample interval (ms)", interval);
-	fprintf(f, "sampling: %s\n", enabled > 0 && interval != 0 ? "on" :
-		enabled == 0 ? "off (KFENCE disabled itself, or sample_interval=0 at boot)" :
-		"off (sample_interval=0)");
-	fprintf(f, "pool: %s\n", capacity < 0 ?
-		"unknown (no \"skipped allocations (capacity)\" counter: kernels "
-		"before 5.16 do not count them)" : capacity > 0 ?
-		"has run full (allocations were skipped for capacity: raise "
-		"CONFIG_KFENCE_NUM_OBJECTS or look for a leak of KFENCE objects)" :
-		"never full");
-	return 0;
+	return ret;
 }
 
 /* A JSON string at @s (after its opening quote) into a new C string. */

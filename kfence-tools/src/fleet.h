@@ -26,7 +26,15 @@ struct kfr_cursor {
 	size_t n_done;
 	unsigned long emitted;	/* this boot, for --max-per-boot */
 	unsigned long suppressed;
+	/* the records read of reports still open, as read: if the ring
+	 * overwrites them before the next run, it still has their start
+	 */
+	char **held;
+	size_t n_held;
 };
+
+/* At most this many records held: a report is under 200 lines. */
+#define KFR_CURSOR_HELD 4096
 
 /* 0: read (or absent: fresh); 1: from another boot (message printed,
  * fresh); -1: unreadable or not a cursor (message printed).
@@ -36,8 +44,14 @@ int kfr_cursor_load(struct kfr_cursor *c, const char *path, const char *boot_id)
 int kfr_cursor_save(const struct kfr_cursor *c, const char *path);
 bool kfr_cursor_done(const struct kfr_cursor *c, long long seq);
 void kfr_cursor_mark(struct kfr_cursor *c, long long seq);
-/* Forget done entries below the next record to read. */
+/* Forget done entries and held records below the next record to read. */
 void kfr_cursor_advance(struct kfr_cursor *c, long long next_seq);
+/* The sequence number of a /dev/kmsg record "prio,seq,usec,flags;text", or -1. */
+long long kfr_record_seq(const char *rec);
+/* Keep a copy of /dev/kmsg record @rec (its seq is @seq). */
+void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq);
+/* Drop the records held (none is open), freeing them. */
+void kfr_cursor_free(struct kfr_cursor *c);
 
 /* Buckets for --summary. */
 struct kfr_buckets;
@@ -51,6 +65,10 @@ bool kfr_json_record(const char *line, struct kfr_report *r);
 
 /* --stats: /sys/kernel/debug/kfence/stats (or @path) as text or JSON. */
 int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json);
+/* The same from an open stats file @in (@name for messages, NULL: no
+ * message); @interval is sample_interval in ms, -1 when unknown.
+ */
+int kfr_stats_print(FILE *f, FILE *in, const char *name, long long interval, bool json);
 
 /* --vmlinux: fill each frame's src with file:line (addr2line). */
 struct kfr_symbols;

@@ -85,10 +85,12 @@ static long long resume_seq(const struct ctx *c)
 {
 	long long s = c->next_seq;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (c->parser->slots[i].active && c->parser->slots[i].cur.seq >= 0 &&
-		    c->parser->slots[i].cur.seq < s)
-			s = c->parser->slots[i].cur.seq;
+	for (size_t i = 0; i < c->parser->n_slots; i++) {
+		const struct kfr_slot *sl = c->parser->slots[i];
+
+		if (sl->active && sl->cur.seq >= 0 && sl->cur.seq < s)
+			s = sl->cur.seq;
+	}
 	return s;
 }
 
@@ -156,6 +158,76 @@ static void print_report(const struct kfr_report *r, void *arg)
 
 static void print_report(const struct kfr_report *r, void *arg);
 
+/* Give @p the whole lines of buf[0, *len); keep the rest (a cut line). */
+static void parse_block(struct kfr_parser *p, char *buf, size_t *len, bool eof)
+{
+	char *s = buf, *end = buf + *len, *nl, *last;
+	struct kfr_scan sc = { 0 };
+
+	/* the lines up to the last newline, or all at the end of input */
+	for (last = end; last > buf && last[-1] != '\n'; last--)
+		;
+	if (eof)
+		last = end;
+	while (s < last) {
+		s = (char *)kfr_parser_skip(p, &sc, s, last);
+		if (s >= last)
+			break;
+		nl = memchr(s, '\n', (size_t)(last - s));
+		if (nl)
+			*nl = '\0';
+		else
+			*last = '\0';	/* the buffer has room for it */
+		kfr_parser_line(p, s);
+		s = nl ? nl + 1 : last;
+	}
+	*len = (size_t)(end - last);
+	memmove(buf, last, *len);
+}
+
+/*
+ * A log read in big blocks: outside reports, the parser's scan skips
+ * whole runs of lines at memmem() speed. Line by line (getline) only for
+ * --summary, which also reads JSON records.
+ */
+static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
+{
+	size_t cap = 1 << 22, len = 0;
+	char *buf = malloc(cap + 1);
+	int fd = fileno(f), ret = 0;
+	ssize_t n;
+
+	if (!buf) {
+		perror("kfence-report");
+		exit(1);
+	}
+	for (;;) {
+		if (len == cap) {
+			/* a line longer than the buffer: make room for it */
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+			if (!buf) {
+				perror("kfence-report");
+				exit(1);
+			}
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "kfence-report: reading %s: %s\n", name, strerror(errno));
+			ret = 1;
+			break;
+		}
+		len += (size_t)n;
+		parse_block(p, buf, &len, n == 0);
+		if (n == 0)
+			break;
+	}
+	free(buf);
+	return ret;
+}
+
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
 	struct ctx *c = p->arg;
@@ -164,6 +236,8 @@ static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 	size_t cap = 0;
 	int ret = 0;
 
+	if (!c->buckets)
+		return read_blocks(p, f, name);
 	memset(&rec, 0, sizeof(rec));
 	kfr_report_clear(&rec);
 	while (getline(&line, &cap, f) >= 0) {
@@ -227,19 +301,26 @@ static void catch_stop(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* The sequence number of a /dev/kmsg record, or -1. */
-static long long record_seq(const char *rec)
+/*
+ * The records from @from to @to of the reports open when the last run
+ * stopped, which the ring overwrote since: read again from the cursor's
+ * copy, so that each of those reports still comes out, partial, with
+ * reason lost-records (the sequence gap after them says so).
+ */
+static void replay_held(struct ctx *c, long long from, long long to)
 {
-	long long seq;
-	int prio;
+	for (size_t i = 0; i < c->cursor.n_held; i++) {
+		long long s = kfr_record_seq(c->cursor.held[i]);
 
-	return sscanf(rec, "%d,%lld,", &prio, &seq) == 2 ? seq : -1;
+		if (s >= from && s < to)
+			kfr_parser_line(c->parser, c->cursor.held[i]);
+	}
 }
 
 /* One /dev/kmsg record: skip what the cursor says was read, then parse. */
 static void kmsg_record(struct ctx *c, char *rec)
 {
-	long long seq = record_seq(rec);
+	long long seq = kfr_record_seq(rec);
 
 	if (rec[0] == ' ')
 		return;	/* " KEY=value" dictionary lines of a saved kmsg */
@@ -250,11 +331,17 @@ static void kmsg_record(struct ctx *c, char *rec)
 	    seq > c->cursor.next_seq) {
 		fprintf(stderr, "kfence-report: records %lld-%lld were overwritten before they "
 			"were read\n", c->cursor.next_seq, seq - 1);
+		replay_held(c, c->cursor.next_seq, seq);
 		kfr_parser_lost(c->parser);
 	}
 	kfr_parser_line(c->parser, rec);
 	if (seq >= 0)
 		c->next_seq = seq + 1;
+	/* keep the records of open reports only: with none open, none */
+	if (c->cursor_path && c->parser->n_active)
+		kfr_cursor_hold(&c->cursor, rec, seq);
+	else if (c->cursor_path)
+		kfr_cursor_free(&c->cursor);
 }
 
 static int open_kmsg(const char *path, bool follow)
@@ -498,9 +585,11 @@ int main(int argc, char **argv)
 	/* A collector with a cursor leaves a report still being printed to
 	 * its next run, which reads it again from its title.
 	 */
-	if (c.cursor_path)
+	if (c.cursor_path) {
+		/* a report that lost records cannot be read again whole */
+		kfr_parser_finish_lost(&p);
 		save_cursor(&c);
-	else
+	} else
 		kfr_parser_finish(&p);
 	if (c.buckets) {
 		kfr_buckets_print(stdout, c.buckets, c.format == FMT_JSON);
@@ -510,6 +599,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kfence-report: %lu reports this boot not printed "
 			"(--max-per-boot %ld)\n", c.cursor.suppressed, c.max_per_boot);
 	kfr_parser_free(&p);
+	kfr_cursor_free(&c.cursor);
 	kfr_symbols_close(c.syms);
 	return ret | c.status;
 }

@@ -220,12 +220,14 @@ static const char *caller_id(const char *s, struct kfr_prefix *px)
 }
 
 /* Android's "c7   6006 " after the caller id: cpu and pid columns. */
-static const char *android_cols(const char *s)
+static const char *android_cols(const char *s, struct kfr_prefix *px)
 {
 	const char *q = s;
+	int cpu;
 
 	if (*q != 'c' || !isdigit((unsigned char)q[1]))
 		return s;
+	cpu = (int)strtol(q + 1, NULL, 10) & 0xffffff;	/* only compared */
 	q += 1 + strspn(q + 1, "0123456789");
 	if (*q != ' ')
 		return s;
@@ -233,7 +235,10 @@ static const char *android_cols(const char *s)
 	if (!isdigit((unsigned char)*q))
 		return s;
 	q += strspn(q, "0123456789");
-	return *q == ' ' ? q + 1 : s;
+	if (*q != ' ')
+		return s;
+	px->cpu = cpu;
+	return q + 1;
 }
 
 /* After a timestamp: an optional caller id, then Android's columns. */
@@ -244,7 +249,7 @@ static const char *after_stamp(const char *s, struct kfr_prefix *px)
 	c = caller_id(q, px);
 	if (!c)
 		return s;
-	return android_cols(c);
+	return android_cols(c, px);
 }
 
 const char *kfr_message(const char *line, struct kfr_prefix *px)
@@ -254,6 +259,7 @@ const char *kfr_message(const char *line, struct kfr_prefix *px)
 
 	memset(px, 0, sizeof(*px));
 	px->seq = -1;
+	px->cpu = -1;
 	q = kmsg_header(s, px);
 	if (q)
 		return q;
@@ -297,5 +303,5 @@ const char *kfr_message(const char *line, struct kfr_prefix *px)
 	}
 	/* dmesg -t keeps the caller id */
 	end = caller_id(s, px);
-	return end ? android_cols(end) : s;
+	return end ? android_cols(end, px) : s;
 }

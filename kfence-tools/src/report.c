@@ -95,6 +95,7 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->active = false;
 	sl->caller[0] = '\0';
 	sl->host[0] = '\0';
+	sl->cpu = -1;
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
@@ -107,14 +108,17 @@ void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg)
 	p->emit = emit;
 	p->arg = arg;
 	p->last_seq = p->seq = -1;
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		slot_reset(&p->slots[i]);
 }
 
 void kfr_parser_free(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		kfr_report_clear(&p->slots[i].cur);
+	for (size_t i = 0; i < p->n_slots; i++) {
+		kfr_report_clear(&p->slots[i]->cur);
+		free(p->slots[i]);
+	}
+	free(p->slots);
+	p->slots = NULL;
+	p->n_slots = p->n_active = 0;
 }
 
 static const char *skip_space(const char *s)
@@ -234,10 +238,23 @@ static bool frame_line(const char *s, size_t n, size_t *src_off, size_t *src_len
 	return t == n || module_part(s + t, n - t);
 }
 
+/* Before 4.15 x86 printed each frame's address first: "[<ffffffff81cb0bb9>] f+0x83/0xba" */
+static void skip_frame_address(const char **s, size_t *n)
+{
+	const char *e;
+
+	if (*n > 4 && (*s)[0] == '[' && (*s)[1] == '<' && (e = memchr(*s, ']', *n)) &&
+	    e[-1] == '>' && (size_t)(e - *s) + 2 < *n && e[1] == ' ') {
+		*n -= (size_t)(e + 2 - *s);
+		*s = e + 2;
+	}
+}
+
 static bool is_frame(const char *s, size_t n)
 {
 	size_t off, len;
 
+	skip_frame_address(&s, &n);
 	return frame_line(s, n, &off, &len);
 }
 
@@ -247,6 +264,7 @@ static void stack_add(struct kfr_stack *st, const char *s, size_t n)
 
 	if (st->n >= KFR_MAX_FRAMES)
 		return;
+	skip_frame_address(&s, &n);
 	/* a symbolized log's file:line is the frame's source */
 	if (frame_line(s, n, &off, &len) && len)
 		st->src[st->n] = xstrndup(s + off, len);
@@ -584,6 +602,14 @@ static bool needs_object(const struct kfr_report *r)
 	return r->kind && strcmp(r->kind, "invalid-access") && strcmp(r->kind, "unknown");
 }
 
+/* "double-free or invalid-free", "double-free", "invalid-free" */
+static bool kasan_free_kind(const char *kind)
+{
+	size_t n = kind ? strlen(kind) : 0;
+
+	return n >= 5 && !strcmp(kind + n - 5, "-free") && !strstr(kind, "use-after-free");
+}
+
 /* Why the report in @sl, closed by its ruler, is not whole; NULL if it is. */
 static const char *missing(const struct kfr_slot *sl)
 {
@@ -596,7 +622,8 @@ static const char *missing(const struct kfr_slot *sl)
 	 */
 	if (sl->detail && sl->footer && !r->stack.n && !sl->object_line)
 		return KFR_R_FILTERED;
-	if (!sl->detail)
+	/* KASAN before 6.0 printed no detail line for a bad free */
+	if (!sl->detail && !(sl->kasan && kasan_free_kind(r->kind)))
 		return KFR_R_NO_DETAIL;
 	if (!r->stack.n)
 		return KFR_R_NO_STACK;
@@ -618,6 +645,7 @@ static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
 	if (!r->release && p->release[0])
 		r->release = xstrndup(p->release, strlen(p->release));
 	p->count++;
+	p->n_active--;
 	if (p->emit)
 		p->emit(r, p->arg);
 	slot_reset(sl);
@@ -629,17 +657,17 @@ static bool is_ruler(const char *s, size_t n)
 }
 
 /*
- * The report a line belongs to: same task (caller id) on the same host. A
- * report whose title came without a host (a paste that lost the title's
- * prefix) takes the host of the first line that has one.
+ * The report a line belongs to: same task (caller id) and CPU column on the
+ * same host. A report whose title came without a host (a paste that lost
+ * the title's prefix) takes the host of the first line that has one.
  */
 static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix *px)
 {
 	struct kfr_slot *sl, *hostless = NULL;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++) {
-		sl = &p->slots[i];
-		if (!sl->active || strcmp(sl->caller, px->caller))
+	for (size_t i = 0; i < p->n_slots; i++) {
+		sl = p->slots[i];
+		if (!sl->active || sl->cpu != px->cpu || strcmp(sl->caller, px->caller))
 			continue;
 		if (!strcmp(sl->host, px->host))
 			return sl;
@@ -654,18 +682,36 @@ static struct kfr_slot *slot_find(struct kfr_parser *p, const struct kfr_prefix 
 	return hostless;
 }
 
+/*
+ * A free slot: there is no cap on the reports open at once (a central log
+ * of 200 hosts may have 200 open), and each closes on its ruler, at
+ * KFR_MAX_BODY lines, or at the end of the input.
+ */
 static struct kfr_slot *slot_new(struct kfr_parser *p)
 {
-	struct kfr_slot *old = &p->slots[0];
+	struct kfr_slot **v;
 
-	for (size_t i = 0; i < KFR_SLOTS; i++) {
-		if (!p->slots[i].active)
-			return &p->slots[i];
-		if (p->slots[i].cur.line < old->cur.line)
-			old = &p->slots[i];
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (!p->slots[i]->active)
+			return p->slots[i];
+	if (!(p->n_slots & (p->n_slots - 1))) {
+		v = realloc(p->slots, (p->n_slots ? 2 * p->n_slots : 4) * sizeof(*v));
+		if (!v) {
+			perror("kfence-report");
+			exit(1);
+		}
+		p->slots = v;
 	}
-	emit(p, old, KFR_R_INTERRUPTED);
-	return old;
+	v = &p->slots[p->n_slots];
+	*v = calloc(1, sizeof(**v));
+	if (!*v) {
+		perror("kfence-report");
+		exit(1);
+	}
+	p->n_slots++;
+	kfr_report_clear(&(*v)->cur);
+	slot_reset(*v);
+	return *v;
 }
 
 static char *dup_or_null(const char *s)
@@ -673,15 +719,30 @@ static char *dup_or_null(const char *s)
 	return s && s[0] ? xstrndup(s, strlen(s)) : NULL;
 }
 
-/* After "BUG: KASAN: ": "slab-use-after-free in f+0x1c/0x30 [mod]" */
+/*
+ * After "BUG: KASAN: ": "slab-use-after-free in f+0x1c/0x30 [mod]", before
+ * 4.12 "use-after-free in f+0x1c/0x30 at addr ffff8800...", and before 4.16
+ * "null-ptr-deref on address 0000000000000010" (no function).
+ */
 static void parse_kasan_title(struct kfr_report *r, const char *s, size_t n)
 {
-	const char *in = strstr(s, " in "), *end = s + n;
+	const char *in = strstr(s, " in "), *end = s + n, *at;
 	size_t kl = in && in < end ? (size_t)(in - s) : strcspn(s, " ");
 
 	set_str(&r->kind, s, kl);
-	if (in && in + 4 < end)
-		set_function(r, in + 4, (size_t)(end - in - 4));
+	if (!in || in + 4 >= end)
+		return;
+	at = strstr(in + 4, " at addr ");
+	if (at && at < end) {
+		find_address(r, at, " addr ");
+		end = at;
+	}
+	set_function(r, in + 4, (size_t)(end - in - 4));
+}
+
+static bool lost_some(const struct kfr_slot *sl)
+{
+	return sl->gap && !strcmp(sl->gap, KFR_R_LOST);
 }
 
 /* A new report of @px's task and host, in a slot of its own. */
@@ -690,19 +751,24 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 	struct kfr_slot *sl = slot_find(p, px);
 	bool mixed = false;
 
-	if (sl) {
+	if (sl && lost_some(sl)) {
+		/* its end was most likely among the records lost */
+		emit(p, sl, KFR_R_LOST);
+	} else if (sl) {
 		/* Without caller ids, a report whose footer was not seen yet
 		 * may still be printing on another CPU: its remaining lines
 		 * cannot be told from the new report's.
 		 */
 		mixed = !px->caller[0] && sl->section != KFR_TAIL;
-		emit(p, sl, KFR_R_INTERRUPTED);
+		emit(p, sl, mixed ? KFR_R_INTERLEAVED : KFR_R_INTERRUPTED);
 	} else {
 		sl = slot_new(p);
 	}
 	sl->active = true;
+	p->n_active++;
 	snprintf(sl->caller, sizeof(sl->caller), "%s", px->caller);
 	snprintf(sl->host, sizeof(sl->host), "%s", px->host);
+	sl->cpu = px->cpu;
 	sl->section = KFR_HEAD;
 	sl->gap = mixed ? KFR_R_INTERLEAVED : NULL;
 	sl->cur.line = p->lineno;
@@ -783,12 +849,15 @@ static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
 	const char *c;
 	int pid;
 
+	/* "Read at addr A by task": hardware tags, which know no size */
 	if (!sl->detail && (starts(s, "Read of size ") || starts(s, "Write of size ") ||
+			    starts(s, "Read at addr ") || starts(s, "Write at addr ") ||
 			    starts(s, "Free of addr "))) {
 		sl->detail = true;
 		if (s[0] != 'F')
 			set_str(&r->access, s[0] == 'R' ? "read" : "write", s[0] == 'R' ? 4 : 5);
-		find_address(r, s, " addr ");	/* the size read is not the object's */
+		if (strstr(s, " addr "))	/* the size read is not the object's */
+			find_address(r, s, " addr ");
 	} else if (!sl->footer && parse_task(r, s, n)) {
 		sl->footer = true;
 		sl->section = KFR_HEAD;
@@ -944,9 +1013,9 @@ static void parse_escaped(struct kfr_parser *p, const char *msg, const struct kf
 
 void kfr_parser_lost(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active && !p->slots[i].gap)
-			p->slots[i].gap = KFR_R_LOST;
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active && !p->slots[i]->gap)
+			p->slots[i]->gap = KFR_R_LOST;
 }
 
 static void finish_all(struct kfr_parser *p, const char *reason)
@@ -956,22 +1025,104 @@ static void finish_all(struct kfr_parser *p, const char *reason)
 	/* in input order, so that records come out as their reports began */
 	for (;;) {
 		first = NULL;
-		for (size_t i = 0; i < KFR_SLOTS; i++)
-			if (p->slots[i].active &&
-			    (!first || p->slots[i].cur.line < first->cur.line))
-				first = &p->slots[i];
+		for (size_t i = 0; i < p->n_slots; i++)
+			if (p->slots[i]->active &&
+			    (!first || p->slots[i]->cur.line < first->cur.line))
+				first = p->slots[i];
 		if (!first)
 			break;
 		emit(p, first, first->gap ? first->gap : reason);
 	}
 }
 
-static bool any_active(const struct kfr_parser *p)
+/* What a line outside a report must hold to matter (kfr_parser_line). */
+static const char triggers[3][9] = { "KFENCE: ", "KASAN: ", "kfence-#" };
+
+/*
+ * Newlines in [s, end), 16 bytes a step with the compiler's vector
+ * extensions (SSE2 on x86-64, NEON on arm64): counting the lines passed
+ * over must not cost more than finding the reports.
+ */
+static size_t count_lines(const char *s, const char *end)
 {
-	for (size_t i = 0; i < KFR_SLOTS; i++)
-		if (p->slots[i].active)
-			return true;
-	return false;
+	typedef unsigned char v16 __attribute__((vector_size(16)));
+	const v16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
+			 '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+	size_t n = 0;
+
+	while (end - s >= 16) {
+		v16 acc = { 0 };
+		int steps = 0;
+
+		/* each lane counts to at most 255 before it is added up */
+		for (; end - s >= 16 && steps < 255; s += 16, steps++) {
+			v16 v;
+
+			memcpy(&v, s, 16);
+			acc -= (v16)(v == nl);	/* a match is all ones: -1 */
+		}
+		for (int i = 0; i < 16; i++)
+			n += acc[i];
+	}
+	for (; s < end; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * The next line that can matter: "KFENCE: " or "KASAN: " (found by
+ * memchr() for the rare 'K') or "kfence-#" (by memchr() for '#'), with
+ * each search's result kept in @sc until the scan passes it.
+ */
+static const char *next_k(const char *s, const char *end)
+{
+	while ((s = memchr(s, 'K', (size_t)(end - s)))) {
+		if ((end - s >= 8 && !memcmp(s, triggers[0], 8)) ||
+		    (end - s >= 7 && !memcmp(s, triggers[1], 7)))
+			return s;
+		s++;
+	}
+	return end;
+}
+
+static const char *next_hash(const char *s, const char *base, const char *end)
+{
+	while ((s = memchr(s, '#', (size_t)(end - s)))) {
+		if (s - base >= 7 && !memcmp(s - 7, triggers[2], 8))
+			return s - 7;
+		s++;
+	}
+	return end;
+}
+
+/*
+ * Nearly every line of a log is no report's: instead of looking at each,
+ * find the next trigger over the whole buffer (as grep does), and count
+ * the newlines passed over.
+ */
+const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
+			    const char *s, const char *end)
+{
+	const char *hit, *line;
+
+	if (p->n_active || s >= end)
+		return s;
+	if (sc->end != end) {
+		memset(sc, 0, sizeof(*sc));
+		sc->end = end;
+	}
+	if (!sc->next[0] || sc->next[0] < s)
+		sc->next[0] = next_k(s, end);
+	if (!sc->next[1] || sc->next[1] < s)
+		sc->next[1] = next_hash(s + 7 < end ? s + 7 : end, s, end);
+	hit = sc->next[0] < sc->next[1] ? sc->next[0] : sc->next[1];
+	for (line = hit; line > s && line[-1] != '\n'; line--)
+		;
+	if (line > s) {
+		p->lineno += count_lines(s, line);
+		p->last_seq = -1;	/* the numbers skipped are unknown, not lost */
+	}
+	return line;
 }
 
 void kfr_parser_line(struct kfr_parser *p, const char *line)
@@ -984,8 +1135,8 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 	 * title matters, or a detail line whose title was lost. The sequence
 	 * numbers skipped are unknown, not lost.
 	 */
-	if (!any_active(p) && !strstr(line, "KFENCE: ") && !strstr(line, "KASAN: ") &&
-	    !strstr(line, "kfence-#")) {
+	if (!p->n_active && !strstr(line, triggers[0]) && !strstr(line, triggers[1]) &&
+	    !strstr(line, triggers[2])) {
 		p->last_seq = -1;
 		return;
 	}
@@ -1008,9 +1159,20 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		parse_message(p, msg, &px);
 }
 
+void kfr_parser_finish_lost(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active && lost_some(p->slots[i]))
+			emit(p, p->slots[i], KFR_R_LOST);
+}
+
 void kfr_parser_finish(struct kfr_parser *p)
 {
 	finish_all(p, KFR_R_TRUNCATED);
+	/* nothing is open now: give back the slots (a caller that only
+	 * finishes, as before they were allocated, leaks nothing)
+	 */
+	kfr_parser_free(p);
 	p->last_seq = -1;
 	p->release[0] = '\0';
 }

@@ -80,6 +80,9 @@ struct kfr_report {
 	unsigned long line;	/* input line of the title */
 	bool complete;		/* every part seen, nothing lost in between */
 	const char *reason;	/* why not complete (a KFR_R_* string), or NULL */
+	/* how the title was made (title-rules.def) */
+	int title_form;		/* index of the FORM row, -1 for none */
+	unsigned title_families;	/* bit per FAMILY that skipped a frame */
 };
 
 /* Why a report is incomplete (the JSON "reason" values). */
@@ -101,13 +104,15 @@ enum kfr_section {
 
 typedef void (*kfr_emit_fn)(const struct kfr_report *r, void *arg);
 
-/* One report being read; several at once when printk caller ids (or the
- * hosts of a central syslog) tell apart the lines that interleave.
+/* One report being read; any number at once when printk caller ids, the
+ * CPU column of an Android log or the hosts of a central syslog tell apart
+ * the lines that interleave.
  */
 struct kfr_slot {
 	bool active;
 	char caller[16];	/* "" when the log has no caller ids */
 	char host[64];		/* "" when the lines name no host */
+	int cpu;		/* Android's "c7" column, -1 when none */
 	enum kfr_section section;
 	unsigned long body_lines;
 	bool detail;		/* the line after the title was seen */
@@ -118,8 +123,6 @@ struct kfr_slot {
 	struct kfr_report cur;
 };
 
-#define KFR_SLOTS 8
-
 struct kfr_parser {
 	kfr_emit_fn emit;
 	void *arg;
@@ -129,15 +132,35 @@ struct kfr_parser {
 	const char *host;	/* of the line being parsed (not owned) */
 	char release[64];	/* netconsole's release prefix, or "" */
 	unsigned long count;	/* reports emitted */
-	struct kfr_slot slots[KFR_SLOTS];
+	/* the reports being read: no cap, a slot is reused once emitted */
+	struct kfr_slot **slots;
+	size_t n_slots;
+	size_t n_active;
 };
 
 void kfr_parser_init(struct kfr_parser *p, kfr_emit_fn emit, void *arg);
 /* One line of log, with or without its newline and log prefix. */
 void kfr_parser_line(struct kfr_parser *p, const char *line);
+/*
+ * Fast path for a buffer of whole lines [s, end): the start of the first
+ * line the parser must be given (one holding "KFENCE: ", "KASAN: " or
+ * "kfence-#", or any line while a report is open), or @end. The lines
+ * passed over are counted as read. @sc caches where each trigger occurs
+ * next in the buffer: zero it for each new buffer.
+ */
+struct kfr_scan {
+	const char *end;
+	const char *next[2];	/* the next 'K' and '#' triggers */
+};
+const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
+			    const char *s, const char *end);
 /* Records were lost (EPIPE on /dev/kmsg): open reports are incomplete. */
 void kfr_parser_lost(struct kfr_parser *p);
-/* End of one input (a file): open reports are emitted as truncated. */
+/* Emit the open reports that lost records (a collector's end of run). */
+void kfr_parser_finish_lost(struct kfr_parser *p);
+/* End of one input (a file): open reports are emitted as truncated, and
+ * what the parser holds is freed (it can go on with the next input).
+ */
 void kfr_parser_finish(struct kfr_parser *p);
 /* Free what the parser holds (after finish). */
 void kfr_parser_free(struct kfr_parser *p);
@@ -149,6 +172,7 @@ struct kfr_prefix {
 	char caller[16];	/* "T123", "C1", "" */
 	char host[64];		/* syslog/journal host name, "" */
 	char release[64];	/* netconsole release prefix, "" */
+	int cpu;		/* Android's cpu column, -1 when none */
 	long long seq;		/* /dev/kmsg or netconsole sequence number, -1 */
 	bool escaped;		/* /dev/kmsg text: \xHH escapes */
 };
@@ -164,7 +188,22 @@ const char *kfr_message(const char *line, struct kfr_prefix *px);
 
 void kfr_report_clear(struct kfr_report *r);
 
-/* title.c: the frame-skip list and the titles. */
+/* title.c: the title rules (title-rules.def) and the titles. */
+struct kfr_title_family {
+	const char *name;
+	const char *corpus;	/* the corpus case that exercises it */
+	const char *what;
+	bool form_only;		/* applies only to the forms that name it */
+};
+struct kfr_title_form {
+	const char *detector;
+	const char *bug_type;	/* as the report names it, "*" for any */
+	const char *title;	/* %k %A %a %g */
+	int extra;		/* a form-only family, or -1 */
+	const char *corpus;
+};
+const struct kfr_title_family *kfr_title_families(size_t *n);
+const struct kfr_title_form *kfr_title_forms(size_t *n);
 bool kfr_frame_skipped(const char *function);
 /* The function of a frame as printed: "? f.isra.0+0x1/0x2 [m id]" -> "f" */
 size_t kfr_frame_function(const char *frame, char *buf, size_t size);

@@ -14,46 +14,140 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A trailing '*' matches any suffix; otherwise the name must be equal. */
-static const char *const skip_list[] = {
-	/* KFENCE and the slab allocators */
-	"kfence_*", "__kfence_*", "kmalloc*", "__kmalloc*", "__do_kmalloc*",
-	"kmem_cache_*", "__kmem_cache_*", "kfree", "kfree_sensitive", "kvfree*",
-	"__kfree*", "kvmalloc*", "__kvmalloc*", "kzalloc*", "kvzalloc*",
-	"kcalloc*", "krealloc*", "__krealloc*", "kvrealloc*", "kmemdup*",
-	"kstrdup*", "kstrndup", "memdup_user*", "vmemdup_user", "strndup_user",
-	"slab_*", "__slab_*", "___slab_*", "do_slab_free", "___cache_free",
-	"__cache_free", "cache_alloc_refill", "kasan_*", "__kasan_*", "__asan_*",
-	"kmsan_*", "__kmsan_*",
-	/* KASAN's report path, at the top of its call trace */
-	"dump_stack*", "__dump_stack", "show_stack", "print_report",
-	"print_address_description*", "check_memory_region*",
-	/* string and memory helpers (arm64's are __pi_memcmp, __pi_strlen...) */
-	"__pi_*", "memcpy*", "__memcpy*", "memmove", "__memmove", "memset*", "__memset",
-	"memcmp", "__memcmp", "bcmp", "memzero_explicit", "memchr*", "memscan", "strcmp", "strncmp",
-	"strcasecmp", "strncasecmp", "strlen", "strnlen", "strcpy", "strncpy",
-	"strscpy*", "sized_strscpy", "strlcpy", "strcat", "strncat", "strlcat",
-	"strchr", "strnchr", "strrchr", "strstr", "strnstr", "strsep", "strpbrk",
-	"strspn", "strcspn", "__fortify_*", "fortify_*", "rep_movs_alternative",
-	"rep_stos_alternative", "copy_user_*", "_copy_to_user", "_copy_from_user",
-	"__copy_*", "__arch_copy_*", "copy_to_user*", "copy_from_user*",
-	"vsnprintf", "snprintf", "scnprintf", "vscnprintf", "sprintf", "vsprintf",
-	"string", "string_nocheck", "widen_string", "pointer", "format_decode",
-	/* KUnit and the test harness (only reached when nothing else is left) */
-	"kunit_*", "__kunit_*", "kthread", "ret_from_fork*", "worker_thread",
-	"process_one_work",
-	NULL,
+enum { EXACT, PREFIX, SUFFIX, SUB };
+enum { SCOPE_ALL, SCOPE_FORM };
+
+/* The families of title-rules.def, as bit numbers. */
+enum family {
+#define FAMILY(id, scope, corpus, what) F_##id,
+#define SKIP(family, how, text)
+#define FORM(det, type, fmt, extra, corpus)
+#include "title-rules.def"
+#undef FAMILY
+#undef SKIP
+#undef FORM
+	F_COUNT, F_NONE = -1
 };
+
+static const struct skip_rule {
+	int family;
+	int how;
+	const char *text;
+} skip_rules[] = {
+#define FAMILY(id, scope, corpus, what)
+#define SKIP(family, how, text) { F_##family, how, text },
+#define FORM(det, type, fmt, extra, corpus)
+#include "title-rules.def"
+#undef FAMILY
+#undef SKIP
+#undef FORM
+};
+
+static const struct kfr_title_family families[] = {
+#define FAMILY(id, scope, corpus, what) { #id, corpus, what, SCOPE_##scope == SCOPE_FORM },
+#define SKIP(family, how, text)
+#define FORM(det, type, fmt, extra, corpus)
+#include "title-rules.def"
+#undef FAMILY
+#undef SKIP
+#undef FORM
+};
+
+static const struct kfr_title_form forms[] = {
+#define FAMILY(id, scope, corpus, what)
+#define SKIP(family, how, text)
+#define FORM(det, type, fmt, extra, corpus) { #det, type, fmt, F_##extra, corpus },
+#include "title-rules.def"
+#undef FAMILY
+#undef SKIP
+#undef FORM
+};
+
+#define N_SKIP (sizeof(skip_rules) / sizeof(skip_rules[0]))
+#define N_FORMS (sizeof(forms) / sizeof(forms[0]))
+
+_Static_assert(F_COUNT <= 31, "title-rules.def: at most 31 families");
+
+const struct kfr_title_family *kfr_title_families(size_t *n)
+{
+	*n = F_COUNT;
+	return families;
+}
+
+const struct kfr_title_form *kfr_title_forms(size_t *n)
+{
+	*n = N_FORMS;
+	return forms;
+}
+
+static bool rule_matches(const struct skip_rule *k, const char *fn, size_t fl)
+{
+	size_t tl = strlen(k->text);
+
+	switch (k->how) {
+	case EXACT:
+		return fl == tl && !memcmp(fn, k->text, tl);
+	case PREFIX:
+		return fl >= tl && !memcmp(fn, k->text, tl);
+	case SUFFIX:
+		return fl >= tl && !memcmp(fn + fl - tl, k->text, tl);
+	default:
+		return memmem(fn, fl, k->text, tl) != NULL;
+	}
+}
+
+/*
+ * A log names the same few hundred functions over and over: remember the
+ * last verdict for each (per thread, a direct-mapped table), so that a
+ * frame costs one hash, not a pass over every rule.
+ */
+#define VERDICTS 1024
+static __thread struct verdict {
+	char fn[48];
+	signed char extra, family;
+} verdicts[VERDICTS];
+
+static int match_rules(const char *fn, size_t fl, int extra);
+
+/*
+ * The family of the first rule that skips @fn: the generic families, and
+ * @extra (a form's own family, F_NONE for none). -1 when kept.
+ */
+static int skip_family(const char *fn, int extra)
+{
+	size_t fl = strlen(fn);
+	unsigned h = 2166136261u ^ (unsigned)(extra + 1);
+	struct verdict *v;
+
+	if (fl >= sizeof(verdicts[0].fn))
+		return match_rules(fn, fl, extra);
+	for (size_t i = 0; i < fl; i++)
+		h = (h ^ (unsigned char)fn[i]) * 16777619u;
+	v = &verdicts[h % VERDICTS];
+	if (v->fn[0] && v->extra == extra && !strcmp(v->fn, fn))
+		return v->family;
+	memcpy(v->fn, fn, fl + 1);
+	v->extra = (signed char)extra;
+	v->family = (signed char)match_rules(fn, fl, extra);
+	return v->family;
+}
+
+static int match_rules(const char *fn, size_t fl, int extra)
+{
+	for (size_t i = 0; i < N_SKIP; i++) {
+		const struct skip_rule *k = &skip_rules[i];
+
+		if (families[k->family].form_only && k->family != extra)
+			continue;
+		if (rule_matches(k, fn, fl))
+			return k->family;
+	}
+	return -1;
+}
 
 bool kfr_frame_skipped(const char *fn)
 {
-	for (const char *const *p = skip_list; *p; p++) {
-		size_t n = strlen(*p);
-
-		if ((*p)[n - 1] == '*' ? !strncmp(fn, *p, n - 1) : !strcmp(fn, *p))
-			return true;
-	}
-	return false;
+	return skip_family(fn, F_NONE) >= 0;
 }
 
 /*
@@ -94,74 +188,126 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
-/* The frame to blame: the first of the stack not on the skip list. */
-static void set_guilty(struct kfr_report *r)
+static bool inline_frame(const char *f)
 {
-	char fn[256];
+	size_t n = strlen(f);
 
+	return n > 9 && !strcmp(f + n - 9, " [inline]");
+}
+
+/*
+ * The frame to blame: the function the title line names, then each frame of
+ * the stack, the first that no rule skips; never a "? " frame (the
+ * unwinder's guess) nor an inlined one. The families that skipped frames on the way go to
+ * r->title_families (the corpus test checks each family's case uses it).
+ */
+static void set_guilty(struct kfr_report *r, int extra)
+{
 	/* an interleaved report's stack may be another report's */
-	for (size_t i = 0; !(r->reason && !strcmp(r->reason, KFR_R_INTERLEAVED)) && i < r->stack.n; i++) {
-		kfr_frame_function(r->stack.frames[i], fn, sizeof(fn));
-		if (fn[0] && !kfr_frame_skipped(fn)) {
+	bool own = !(r->reason && !strcmp(r->reason, KFR_R_INTERLEAVED));
+	char fn[256];
+	int fam;
+
+	for (size_t i = 0; i <= (own ? r->stack.n : 0); i++) {
+		const char *f = i ? r->stack.frames[i - 1] : r->location;
+
+		/* syzkaller titles the raw report: the "[inline]" frames a
+		 * symbolizer adds are not candidates
+		 */
+		if (!f || (f[0] == '?' && f[1] == ' ') || inline_frame(f))
+			continue;
+		kfr_frame_function(f, fn, sizeof(fn));
+		if (!fn[0])
+			continue;
+		fam = skip_family(fn, extra);
+		if (fam < 0) {
 			r->guilty = xstrdup(fn);
 			return;
 		}
+		r->title_families |= 1u << fam;
 	}
-	/* no stack, or all of it skipped: the frame KFENCE named */
+	/* no stack, or all of it skipped: the frame the title line named */
 	if (r->location) {
 		kfr_frame_function(r->location, fn, sizeof(fn));
 		r->guilty = xstrdup(fn);
 	}
 }
 
-static const char *kind_words(const struct kfr_report *r, char *buf, size_t size)
+static bool form_fits(const struct kfr_title_form *f, const struct kfr_report *r)
 {
-	const char *k = r->kind ? r->kind : "unknown";
+	const char *det = r->detector ? r->detector : "kfence";
 
-	if (!strcmp(k, "memory-corruption"))
-		return "memory corruption";
-	if (!strcmp(k, "invalid-free"))
-		return "invalid free";
-	if (!strcmp(k, "invalid-access"))
-		k = "invalid";
-	snprintf(buf, size, "%s%s%s", k, r->access ? " " : "", r->access ? r->access : "");
-	return buf;
+	return !strcmp(f->detector, det) &&
+	       (!strcmp(f->bug_type, "*") || (r->kind && !strcmp(f->bug_type, r->kind)));
+}
+
+static void put(char *buf, size_t size, size_t *len, const char *s)
+{
+	int n = snprintf(buf + *len, size - *len, "%s", s);
+
+	if (n > 0)
+		*len = *len + (size_t)n < size ? *len + (size_t)n : size - 1;
+}
+
+/* Expand a form: %k bug type, %A Read/Write, %a read/write, %g guilty. */
+static void expand(const char *fmt, const struct kfr_report *r, char *buf, size_t size)
+{
+	size_t len = 0;
+	char one[2] = "";
+
+	buf[0] = '\0';
+	for (const char *c = fmt; *c; c++) {
+		if (c[0] != '%' || !c[1]) {
+			one[0] = *c;
+			put(buf, size, &len, one);
+			continue;
+		}
+		c++;
+		if (*c == 'k') {
+			put(buf, size, &len, r->kind ? r->kind : "unknown");
+		} else if ((*c == 'a' || *c == 'A') && r->access) {
+			put(buf, size, &len, *c == 'a' ? r->access :
+			    r->access[0] == 'r' ? "Read" : "Write");
+		} else if (*c == 'a' || *c == 'A') {
+			if (len && buf[len - 1] == ' ')
+				buf[--len] = '\0';	/* no access: no word */
+		} else if (*c == 'g' && r->guilty) {
+			put(buf, size, &len, r->guilty);
+		} else if (*c == 'g' && len >= 4 && !strcmp(buf + len - 4, " in ")) {
+			len -= 4;		/* no frame: "KASAN: null-ptr-deref Read" */
+			buf[len] = '\0';
+		}
+	}
 }
 
 void kfr_set_titles(struct kfr_report *r)
 {
-	char words[64], buf[512];
-	const char *kw;
-	bool is_free = r->kind && !strcmp(r->kind, "invalid-free");
+	char buf[512];
+	bool kasan = r->detector && !strcmp(r->detector, "kasan");
+	bool is_free;
+	size_t i;
 
 	free(r->guilty);
 	free(r->title);
 	free(r->bad_access);
 	r->guilty = r->title = r->bad_access = NULL;
-	set_guilty(r);
-	kw = kind_words(r, words, sizeof(words));
-	if (r->detector && !strcmp(r->detector, "kasan")) {
-		/* syzbot's KASAN form: "KASAN: slab-use-after-free Read in f" */
-		snprintf(words, sizeof(words), "%s%s%s", r->kind ? r->kind : "unknown",
-			 r->access ? (r->access[0] == 'r' ? " Read" : " Write") : "", "");
-		kw = words;
-		is_free = r->kind && strlen(r->kind) >= 5 &&
-			  !strcmp(r->kind + strlen(r->kind) - 5, "-free") &&
-			  !strstr(r->kind, "use-after-free");
-	}
-	if (r->guilty) {
-		snprintf(buf, sizeof(buf), "%s: %s in %s",
-			 r->detector && !strcmp(r->detector, "kasan") ? "KASAN" : "KFENCE", kw,
-			 r->guilty);
-		r->title = xstrdup(buf);
-		snprintf(buf, sizeof(buf), "%s in %s", is_free ? "bad-free" : "bad-access",
-			 r->guilty);
-		r->bad_access = xstrdup(buf);
-	} else {
-		snprintf(buf, sizeof(buf), "%s: %s",
-			 r->detector && !strcmp(r->detector, "kasan") ? "KASAN" : "KFENCE", kw);
-		r->title = xstrdup(buf);
-	}
+	r->title_families = 0;
+	for (i = 0; i < N_FORMS && !form_fits(&forms[i], r); i++)
+		;
+	r->title_form = i < N_FORMS ? (int)i : -1;
+	/* KASAN's old "null-ptr-deref on address A" title names no frame */
+	if (!(kasan && !r->location))
+		set_guilty(r, i < N_FORMS ? forms[i].extra : F_NONE);
+	expand(i < N_FORMS ? forms[i].title : kasan ? "KASAN: %k %A in %g" :
+	       "KFENCE: %k %a in %g", r, buf, sizeof(buf));
+	r->title = xstrdup(buf);
+	if (!r->guilty)
+		return;
+	is_free = r->kind && (kasan ? strlen(r->kind) >= 5 &&
+			      !strcmp(r->kind + strlen(r->kind) - 5, "-free") &&
+			      !strstr(r->kind, "use-after-free") : !strcmp(r->kind, "invalid-free"));
+	snprintf(buf, sizeof(buf), "%s in %s", is_free ? "bad-free" : "bad-access", r->guilty);
+	r->bad_access = xstrdup(buf);
 }
 
 /*

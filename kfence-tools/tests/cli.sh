@@ -4,19 +4,7 @@
 # JSON, and the fleet options (cursor, max-per-boot, summary, stats,
 # vmlinux). Usage: cli.sh KFENCE-REPORT DATA-DIR [FAKE-VMLINUX] (prints TAP)
 kr=$1 data=$2 fakevm=$3
-n=0 failed=0
-t=$(mktemp -d /tmp/kfr-cli.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-
-check() {
-	n=$((n + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $n - $3"
-	else
-		echo "not ok $n - $3 (got '$1', want '$2')"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # grep_ok PATTERN FILE DESCRIPTION
 grep_ok() {
@@ -130,6 +118,38 @@ rc=$?
 exec 3>&-
 check "$rc:$(wc -l <"$t/fout"):$(grep '^next_seq' "$t/fcur")" "0:7:next_seq 1310" \
 	"SIGTERM: exit 0, the cursor after the last record read (1309)"
+# A report cut by the ring: the first run read its first lines (head -n
+# 100: the uaf_read report from 1178 to 1188), then the ring overwrote the
+# rest before the next run. The next run still prints it, as a partial
+# record saying why (lost-records), from the lines the cursor kept; a
+# stderr line alone is not enough.
+"$kr" --kmsg="$t/half.kmsg" --cursor "$t/rcur" --boot-id B1 --brief >/dev/null
+cp "$t/rcur" "$t/rcur2"
+tail -n +124 "$k" >"$t/after.kmsg"	# all of the report overwritten
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/rcur" --boot-id B1 --json >"$t/out" 2>"$t/err"
+check "$(jq -r '[.title, .complete, .reason] | @tsv' "$t/out" | head -n 1)" \
+	"$(printf 'KFENCE: use-after-free read in drill_uaf_read\tfalse\tlost-records')" \
+	"the ring overwrote a report's rest between runs: its record, partial, reason lost-records"
+check "$(wc -l <"$t/out"):$(jq -r 'select(.complete)' "$t/out" | grep -c '^{')" "4:3" \
+	"then the three reports after it, complete"
+grep_ok "records 1178-1211 were overwritten" "$t/err" "and the loss on stderr too"
+tail -n +110 "$k" >"$t/after.kmsg"	# 1189-1197 overwritten, the rest kept
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/rcur2" --boot-id B1 --json >"$t/out" 2>"$t/err"
+check "$(jq -r '[.title, .complete, .reason, (.free.stack | length)] | @tsv' "$t/out" | head -n 1)" \
+	"$(printf 'KFENCE: use-after-free read in drill_uaf_read\tfalse\tlost-records\t7')" \
+	"only its middle overwritten: one partial record with the lines before and after the gap"
+check "$(wc -l <"$t/out")" 4 "and the three after it"
+# the same after 5000 ordinary records read by the first run: what the
+# cursor keeps is the open report's records, not everything read
+awk 'BEGIN { for (i = 1; i <= 5000; i++) printf "6,%d,1000,-;eth0: link up\n", i }' >"$t/noisy.kmsg"
+awk -F, -v OFS=, '{ $2 += 5000; print }' "$k" >"$t/shifted.kmsg"	# after the noise
+sed -n 89,100p "$t/shifted.kmsg" >>"$t/noisy.kmsg"	# the uaf_read report begun
+"$kr" --kmsg="$t/noisy.kmsg" --cursor "$t/ncur" --boot-id B1 --brief >/dev/null
+check "$(grep -c '^record ' "$t/ncur")" 11 "the cursor holds the open report's 11 records"
+tail -n +124 "$t/shifted.kmsg" >"$t/after.kmsg"
+"$kr" --kmsg="$t/after.kmsg" --cursor "$t/ncur" --boot-id B1 --brief >"$t/out" 2>/dev/null
+check "$(head -n 1 "$t/out" | grep -c 'incomplete:lost-records$'):$(wc -l <"$t/out")" "1:4" \
+	"and the next run prints that report, partial, then the three after it"
 grep -v '^[0-9]*,11[89][0-9],' "$k" >"$t/gap.kmsg"	# records 1180-1199 lost
 "$kr" --kmsg="$t/gap.kmsg" --brief >"$t/out"
 check "$(grep -c 'incomplete:lost-records' "$t/out")" 1 \
@@ -168,6 +188,10 @@ grep_ok '"bucket":"KFENCE: out-of-bounds read in test_out_of_bounds_read","title
 	"--summary=1 --json: a bucket is the title alone"
 grep_ok '"count":4,"complete":4,"hosts":0,"first_seen":"0.497808 s","last_seen":"0.581011 s"' "$t/out" \
 	"with its count and first and last time seen"
+echo hello | "$kr" --summary >"$t/out"
+check "$?:$(wc -l <"$t/out")" "0:1" "--summary of a log with no report: exit 0, the header alone"
+echo hello | "$kr" --summary --json >"$t/out"
+check "$?:$(wc -c <"$t/out")" "0:0" "--summary --json of a log with no report: exit 0, no bucket"
 "$kr" --json --kmsg="$k" --host web-1 >"$t/fleet.jsonl"
 "$kr" --json --kmsg="$k" --host web-2 >>"$t/fleet.jsonl"
 "$kr" --json "$data/drill-dmesg.log" >>"$t/fleet.jsonl"
@@ -190,6 +214,27 @@ grep_ok '"total_bugs":0},"sample_interval_ms":null,"sampling":true,"pool_was_ful
 	"$t/out" "--stats --json of a 5.12 kernel: pool_was_full null"
 "$kr" --stats="$data/kfence-stats-5.12.txt" >"$t/out"
 grep_ok "^pool: unknown" "$t/out" "and unknown in the text"
+# A stats file that is not the kernel's (any bytes, names repeated or
+# differing only in punctuation): the JSON is still ASCII, valid, and has
+# no key twice (python3 checks both; without it only ASCII is checked)
+printf 'enabled: 1\n\377\376 bugs: 3\ntotal bugs: 1\ntotal bugs: 2\ntotal_bugs: 4\nq"uote\\: 5\n: 6\n' \
+	>"$t/stats-bad"
+"$kr" --stats="$t/stats-bad" --json >"$t/out"
+check "$?:$(LC_ALL=C tr -d '\n -~' <"$t/out" | wc -c)" "0:0" \
+	"--stats --json of a malformed stats file: exit 0, printable ASCII only"
+if command -v python3 >/dev/null; then
+	python3 -c 'import json, sys
+def pairs(p):
+    if len(p) != len(set(k for k, _ in p)):
+        sys.exit("duplicate key in %r" % (p,))
+    return dict(p)
+s = json.loads(open(sys.argv[1], encoding="utf-8").read(), object_pairs_hook=pairs)["stats"]
+sys.exit(0 if len(s) == 7 and s["total_bugs"] == 1 and s["total_bugs_2"] == 2 else "wrong: %r" % s)' \
+		"$t/out" 2>"$t/err"
+	check "$?:$(cat "$t/err")" "0:" "and valid UTF-8 JSON with seven keys, none twice"
+else
+	n=$((n + 1)); echo "ok $n # SKIP python3 is not installed: no JSON duplicate-key check"
+fi
 "$kr" --stats=/nonexistent/stats >/dev/null 2>"$t/err"
 check "$?" 1 "--stats on a missing file: exit 1"
 grep_ok "is debugfs mounted" "$t/err" "and asks about debugfs"
@@ -214,15 +259,18 @@ else
 	check skip skip "--vmlinux symbolization (# SKIP no fake vmlinux or addr2line)"
 fi
 
-# The man page's frame-skip list is the code's.
+# The man page's title rules are src/title-rules.def's (EXACT x is x,
+# PREFIX x*, SUFFIX *x, SUB *x*)
 top=$data/../..
-sed -n '/^static const char \*const skip_list/,/NULL,/p' "$top/src/title.c" |
-	grep -o '"[^"]*"' | tr -d '"' | sort >"$t/code.skip"
+sed -n 's/^SKIP([A-Z0-9_]*, \([A-Z]*\), "\(.*\)")$/\1 \2/p' "$top/src/title-rules.def" |
+	awk '$1 == "EXACT" { print $2 } $1 == "PREFIX" { print $2 "*" }
+	     $1 == "SUFFIX" { print "*" $2 } $1 == "SUB" { print "*" $2 "*" }' | sort -u >"$t/code.skip"
 sed -n '/^# TITLES AND BUCKETS/,/^When every frame/p' "$top/doc/kfence-report.1.scd" |
 	sed -n '/^- /,/^$/p' | sed 's/^- [^:]*: //; s/\\//g' | tr ',' '\n' |
-	sed 's/^ *//; s/ *$//' | grep -v '^$' | sort >"$t/doc.skip"
-check "$(diff "$t/code.skip" "$t/doc.skip" | grep -c '^[<>]')" 0 \
-	"kfence-report(1) lists the frame-skip list of src/title.c, no more, no less"
+	sed 's/^ *//; s/ *$//' | grep -v '^$' | sort -u >"$t/doc.skip"
+check "$(diff "$t/code.skip" "$t/doc.skip" | grep -c '^[<>]'):$(awk 'END { print (NR > 100) }' "$t/code.skip")" \
+	"0:1" \
+	"kfence-report(1) lists the title rules of src/title-rules.def, no more, no less"
 
 echo "1..$n"
 exit $failed

@@ -15,6 +15,12 @@
  *   input file: the parser is finished between them, as kfence-report
  *   does between its FILE arguments)
  *
+ * "# syzkaller-title: T" lines (one per report, in order; "-" for a report
+ * syzkaller would not title) give the title syzkaller's pkg/report gives:
+ * the agreement per bug type is printed at the end (README.md's table). Each
+ * FAMILY and FORM of src/title-rules.def names the case that backs it: the
+ * case must use that family to skip a frame, or get that form.
+ *
  * Adding a case is adding a file; "corpus-test --update FILE" writes the
  * expected section from the parser's output, to be read and checked by eye
  * before it is committed. Prints TAP; fails on any difference.
@@ -28,17 +34,33 @@
 
 #define BUCKET_FRAMES 3
 
+#define MAX_REPORTS 64
+
 struct out {
 	FILE *f;
 	unsigned long n;
 	char *titles;		/* "title\nbucket\n" per report, for groups */
 	size_t titles_len;
+	unsigned families;	/* title rules used, over all its reports */
+	unsigned long long forms;
+	char *type[MAX_REPORTS];	/* "kasan use-after-free" */
+	char *title[MAX_REPORTS];
 };
 
 static void on_report(const struct kfr_report *r, void *arg)
 {
 	struct out *o = arg;
 	char bucket[1024];
+
+	o->families |= r->title_families;
+	if (r->title_form >= 0 && r->title_form < 64)
+		o->forms |= 1ull << r->title_form;
+	if (o->n < MAX_REPORTS) {
+		if (asprintf(&o->type[o->n], "%s %s", r->detector ? r->detector : "kfence",
+			     r->kind ? r->kind : "unknown") < 0)
+			exit(1);
+		o->title[o->n] = strdup(r->title ? r->title : "-");
+	}
 
 	kfr_bucket(r, BUCKET_FRAMES, bucket, sizeof(bucket));
 	fprintf(o->f, "--- report %lu\n", ++o->n);
@@ -143,6 +165,63 @@ struct group {
 static struct group groups[256];
 static size_t n_groups;
 
+/* The rules each file used, for the title-rules.def checks. */
+struct used {
+	char name[128];
+	unsigned families;
+	unsigned long long forms;
+};
+
+static struct used used[512];
+static size_t n_used;
+
+/* Agreement with syzkaller's titles, per bug type. */
+struct agreement {
+	char type[64];
+	int agree, total;
+	char missed[1400];
+};
+
+static struct agreement agreements[64];
+static size_t n_agreements;
+
+static void agree(const char *type, const char *ours, const char *theirs, const char *path)
+{
+	struct agreement *a = NULL;
+
+	for (size_t i = 0; i < n_agreements && !a; i++)
+		if (!strcmp(agreements[i].type, type))
+			a = &agreements[i];
+	if (!a && n_agreements < 64) {
+		a = &agreements[n_agreements++];
+		snprintf(a->type, sizeof(a->type), "%s", type);
+	}
+	if (!a)
+		return;
+	a->total++;
+	if (!strcmp(ours, theirs))
+		a->agree++;
+	else if (!a->missed[0])
+		snprintf(a->missed, sizeof(a->missed), "%s: ours \"%s\", syzkaller's \"%s\"",
+			 path, ours, theirs);
+}
+
+/* "# syzkaller-title: T" lines against the titles made */
+static void syzkaller_titles(const char *text, const char *in, struct out *o, const char *path)
+{
+	const char *g = text;
+	unsigned long i = 0;
+
+	while ((g = strstr(g, "# syzkaller-title: ")) && g < in && i < o->n && i < MAX_REPORTS) {
+		char want[512];
+
+		g += 19;
+		snprintf(want, sizeof(want), "%.*s", (int)strcspn(g, "\n"), g);
+		agree(o->type[i], o->title[i], want, path);
+		i++;
+	}
+}
+
 static int kasan_checks;
 static char kasan_msg[64][700];
 static bool kasan_ok[64];
@@ -171,6 +250,18 @@ static int check_file(const char *path, bool update, int n)
 	o.f = open_memstream(&got, &got_len);
 	parse_inputs(in, text + len, &o);
 	fclose(o.f);
+	syzkaller_titles(text, in, &o, path);
+	if (n_used < sizeof(used) / sizeof(used[0])) {
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+		snprintf(used[n_used].name, sizeof(used[0].name), "%s", base);
+		used[n_used].families = o.families;
+		used[n_used++].forms = o.forms;
+	}
+	for (unsigned long i = 0; i < o.n && i < MAX_REPORTS; i++) {
+		free(o.type[i]);
+		free(o.title[i]);
+	}
 	if (update) {
 		FILE *f = fopen(path, "wb");
 		size_t head = exp && exp < in ? (size_t)(exp - text) : (size_t)(in - text);
@@ -242,6 +333,51 @@ static int check_file(const char *path, bool update, int n)
 	free(got);
 	free(text);
 	return !ok;
+}
+
+static const struct used *used_by(const char *name)
+{
+	for (size_t i = 0; i < n_used; i++)
+		if (!strcmp(used[i].name, name))
+			return &used[i];
+	return NULL;
+}
+
+/* Each family and form of title-rules.def is used by the case it names. */
+static int check_rules(int *n)
+{
+	const struct kfr_title_family *fam;
+	const struct kfr_title_form *form;
+	size_t nfam, nform;
+	int failed = 0;
+
+	fam = kfr_title_families(&nfam);
+	for (size_t i = 0; i < nfam; i++) {
+		const struct used *u = used_by(fam[i].corpus);
+		bool ok = u && (u->families & (1u << i));
+
+		printf("%sok %d - title rule family %s (%s) is used by %s%s\n", ok ? "" : "not ",
+		       ++*n, fam[i].name, fam[i].what, fam[i].corpus,
+		       u ? "" : " (no such corpus case)");
+		failed |= !ok;
+	}
+	form = kfr_title_forms(&nform);
+	for (size_t i = 0; i < nform; i++) {
+		const struct used *u = used_by(form[i].corpus);
+		bool ok = u && (u->forms & (1ull << i));
+
+		printf("%sok %d - title form \"%s\" (%s %s) is used by %s%s\n", ok ? "" : "not ",
+		       ++*n, form[i].title, form[i].detector, form[i].bug_type, form[i].corpus,
+		       u ? "" : " (no such corpus case)");
+		failed |= !ok;
+	}
+	for (size_t i = 0; i < n_agreements; i++) {
+		printf("# syzkaller agreement, %s: %d of %d\n", agreements[i].type,
+		       agreements[i].agree, agreements[i].total);
+		if (agreements[i].missed[0])
+			printf("#   first miss: %s\n", agreements[i].missed);
+	}
+	return failed;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -319,6 +455,9 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_groups; i++)
 		free(groups[i].titles);
+	/* the rule checks need the whole corpus */
+	if (!update && nargs == 1 && nf[0] > 1)
+		failed |= check_rules(&n);
 	if (!total) {
 		printf("not ok 1 - no corpus files given\n");
 		n = 1;
