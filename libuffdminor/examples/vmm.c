@@ -356,9 +356,16 @@ static int run_vcpus(struct vm *vm)
 	size_t per = vm->o->pages / vm->o->threads;
 
 	for (unsigned int t = 0; t < vm->o->threads; t++) {
-		vm->cpu[t] = (struct vcpu){ .vm = vm, .first = t * per,
-			.n = t + 1 == vm->o->threads ? vm->o->pages - t * per : per };
-		if (pthread_create(&vm->cpu[t].tid, NULL, vcpu_run, &vm->cpu[t]))
+		struct vcpu *c = &vm->cpu[t];
+
+		/*
+		 * Field by field, never touch_ns: the watcher already runs and
+		 * reads it; it is 0 from calloc() until this vCPU's first read.
+		 */
+		c->vm = vm;
+		c->first = t * per;
+		c->n = t + 1 == vm->o->threads ? vm->o->pages - t * per : per;
+		if (pthread_create(&c->tid, NULL, vcpu_run, c))
 			return skip_or_fail("vCPU thread", -EAGAIN);
 	}
 	for (unsigned int t = 0; t < vm->o->threads; t++)
