@@ -304,7 +304,9 @@ struct uffdm_stats {
 	uint64_t callback_ns;		/* total time in fault callbacks (sampled 1 in 16) */
 	uint64_t ioctl_ns;		/* total time in resolving ioctls, sampled likewise */
 	uint64_t hist[UFFDM_STATS_BUCKETS];
-	uint64_t reserved[15];		/* zero; later releases fill it */
+	/* 0.3 */
+	uint64_t unserved;		/* pages never served that uffdm_handler_stop() failed */
+	uint64_t reserved[14];		/* zero; later releases fill it */
 };
 
 /* r may be NULL (0.2): start serving no region, add them with uffdm_handler_region_add(). */

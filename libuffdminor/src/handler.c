@@ -169,20 +169,25 @@ static int check_region(const struct uffdm_region *r)
 }
 
 /*
- * A local view's failed pages move to a SIGBUS descriptor the region owns:
- * opened here, not on the fault path, so failing needs no allocation.
- * WP on shmem and hugetlbfs needs its feature asked for on that descriptor.
+ * A local view's failed pages are fenced (fence.c) from a memfd the
+ * descriptor owns; with EVENT_UNMAP (no fence) they move to a SIGBUS
+ * descriptor the region owns.  Both opened here, not on the fault path,
+ * so failing needs no descriptor.  WP on shmem and hugetlbfs needs its
+ * feature asked for on the SIGBUS descriptor.
  */
 static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 {
 	uint64_t feat = UFFD_FEATURE_SIGBUS | (h->u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
-
 	int ret;
 
 	if (r->sigbus)
 		return 0;
-	if (uffdm__region_local(r))
+	if (uffdm__region_local(r)) {
+		ret = uffdm__fence_prepare(h->u);
+		if (!ret && uffdm__fence_usable(h->u))
+			return 0;
 		return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
+	}
 	/* another mm's view: a descriptor of that mm, or nothing fails it but POISON */
 	ret = uffdm__sigbus_open(h->u, feat, &r->sigbus);
 	return !ret && !r->sigbus && !h->poison ? -EOPNOTSUPP : ret;
@@ -572,6 +577,7 @@ int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
 	st->mean_ns = total ? c[C_LAT_SUM] / total : 0;
 	st->callback_ns = c[C_CB_NS];
 	st->ioctl_ns = c[C_IOCTL_NS];
+	st->unserved = c[C_UNSERVED];
 	return 0;
 }
 
@@ -593,8 +599,10 @@ int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 		ret = -errno;
 	for (unsigned int i = 0; i < h->started; i++)
 		pthread_join(h->th[i].tid, NULL);
-	for (unsigned int i = 0; i < h->nregions; i++)
+	for (unsigned int i = 0; i < h->nregions; i++) {
 		uffdm__fail_deferred(h, h->regions[i]);
+		uffdm__fail_unserved(h, h->regions[i]);
+	}
 	if (st)
 		uffdm__handler_stats(h, st);
 	handler_free(h);

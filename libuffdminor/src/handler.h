@@ -25,7 +25,7 @@
 enum counter {
 	C_MINOR, C_MISSING, C_WP, C_EVENTS, C_RESOLVED, C_FAILED, C_EEXIST, C_EAGAIN,
 	C_MESSAGES, C_FILLS, C_DUP, C_DEFERRED, C_COMPLETED, C_OUTSIDE, C_REQUEUED,
-	C_LAT_SUM, C_CB_NS, C_IOCTL_NS, C_NR
+	C_LAT_SUM, C_CB_NS, C_IOCTL_NS, C_UNSERVED, C_NR
 };
 
 struct hthread {
@@ -91,6 +91,7 @@ extern void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t
 void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev);
 void uffdm__fail_outside(struct hthread *t, uint64_t addr);
 void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r);
+void uffdm__fail_unserved(struct uffdm_handler *h, struct uffdm_region *r);
 bool uffdm__region_busy(const struct uffdm_region *r);
 
 #endif

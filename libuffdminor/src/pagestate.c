@@ -196,7 +196,8 @@ static int unprotect(struct svc *s, struct uffdm_region *r, size_t off, size_t l
 	return ret;
 }
 
-static int poison_page(struct svc *s, char *p, size_t len)
+/* 0 poisoned (and woken), -EEXIST mapped (nobody woken), or the kernel's error. */
+static int poison_hole(struct svc *s, char *p, size_t len)
 {
 	struct uffdm *u = s->t->h->u;
 	ssize_t done;
@@ -207,9 +208,15 @@ static int poison_page(struct svc *s, char *p, size_t len)
 			break;
 		svc_drain(s);
 	}
-	if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
-		return uffdm_wake(u, p, len);
 	return done < 0 ? (int)done : 0;
+}
+
+static int poison_page(struct svc *s, char *p, size_t len)
+{
+	int ret = poison_hole(s, p, len);
+
+	/* mapped meanwhile: nothing to refuse */
+	return ret == -EEXIST ? uffdm_wake(s->t->h->u, p, len) : ret;
 }
 
 /*
@@ -239,25 +246,40 @@ static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t
 }
 
 /*
- * The page cannot be made right: its faulting threads get SIGBUS, now and
- * on every later touch.  POISON (6.6+) where it can: it cannot replace a
- * mapped page, so a refused write (WP) always takes the SIGBUS descriptor.
+ * One page fails for good.  POISON (6.6+) where it can: a page not mapped.
+ * A mapped page (a refused write, or a deferred WP page completed with an
+ * error) and every page without POISON: a fence in this process's view
+ * (fence.c), no window; only another process's view takes the SIGBUS
+ * descriptor and its window (see uffdm_handler_start(3)).
  */
-static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
+static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 {
 	struct uffdm_handler *h = s->t->h;
+	int ret;
+
+	if (h->poison && !wp) {
+		ret = poison_hole(s, p, r->page);
+		if (ret != -EEXIST)
+			return ret;
+		wp = true;	/* mapped: only a write faults on it */
+	}
+	if (uffdm__region_local(r) && uffdm__fence_usable(h->u))
+		return uffdm__fence(h->u, p, r->page);
+	if (r->sigbus)
+		return move_to_sigbus(h->u, r->sigbus, p, r->page, wp);
+	/* another process's view without POISON or its descriptor: nothing makes SIGBUS */
+	return uffdm_wake(h->u, p, r->page);
+}
+
+/* The pages cannot be made right: their threads get SIGBUS, now and on every later touch. */
+static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
+{
 	uint64_t t0 = uffdm__step_start(s->t);
 	int ret = 0;
 
 	for (size_t o = off; o < off + len; o += r->page) {
-		int one;
+		int one = fail_page(s, r, uaddr(r, o), wp);
 
-		if (!wp && h->poison)
-			one = poison_page(s, uaddr(r, o), r->page);
-		else if (r->sigbus)
-			one = move_to_sigbus(h->u, r->sigbus, uaddr(r, o), r->page, wp);
-		else	/* another process's view without POISON: nothing makes SIGBUS */
-			one = uffdm_wake(h->u, uaddr(r, o), r->page);
 		if (!ret)
 			ret = one;
 	}
@@ -428,16 +450,13 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 			return;
 		default:
 			/*
-			 * Filling, deferred or completing: the owner's CONTINUE wakes
-			 * this thread too.  A write fault on a page already mapped
-			 * would wait for no wake: let it refault until the page is
-			 * filled.
+			 * Filling, deferred or completing: the owner's end wakes
+			 * this thread too, a write fault included: unprotecting
+			 * wakes it, and so does a completion's CONTINUE (EEXIST on
+			 * the mapped page: woken, it refaults into FILLED) or a
+			 * failure.  It waits asleep; no refault loop.
 			 */
 			uffdm__count(t, C_DUP, 1);
-			if (wp) {
-				sched_yield();
-				uffdm_wake(t->h->u, uaddr(r, off), r->page);
-			}
 			return;
 		}
 	}
@@ -687,4 +706,70 @@ void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
 		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
 	}
 	svc_end(&s);
+}
+
+/*
+ * Take the empty page at o for failing at stop, when a touch would wait on
+ * it (not mapped, or write-protected); *wp: it is mapped.  Another
+ * process's view is not ours to look at: only its holes, by POISON.
+ */
+static bool take_unserved(struct svc *s, struct uffdm_region *r, size_t o, bool local, int pm,
+			  bool *wp)
+{
+	uint32_t *w = word(r, o), old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	bool mapped = false, prot = false;
+	int ret;
+
+	if (PS(old) != UFFDM_PAGE_EMPTY)
+		return false;
+	if (local)
+		mapped = uffdm__page_mapped(pm, uaddr(r, o), &prot);
+	if (mapped && !prot)
+		return false;
+	if (!cas(w, &old, GEN(old) | PS_COMPLETING))
+		return false;
+	*wp = mapped;
+	if (local)
+		return true;
+	ret = poison_hole(s, uaddr(r, o), r->page);
+	if (ret) {
+		__atomic_store_n(w, old, __ATOMIC_RELEASE);	/* mapped: it works */
+		return false;
+	}
+	uffdm__count(s->t, C_UNSERVED, 1);
+	settle(r, o, r->page, &(uint32_t){ GEN(old) }, UFFDM_PAGE_FAILED, false);
+	return false;
+}
+
+/*
+ * Stopping: no one will serve r's empty pages any more, so a later touch
+ * would sleep for ever (and after uffdm_close() read stale data): they
+ * fail now, as pages of a server gone.  Pages mapped writable are kept.
+ * Then every waiter on r is woken: a fault queued after the threads left
+ * comes back to a failed page or a mapped one.
+ */
+void uffdm__fail_unserved(struct uffdm_handler *h, struct uffdm_region *r)
+{
+	bool local = uffdm__region_local(r);
+	int pm = local ? uffdm__pagemap_open() : -1;
+	struct svc s;
+
+	if (!local && !h->poison)
+		return;	/* nothing fails another process's page: documented */
+	svc_init(&s, h);
+	for (size_t o = 0; o < r->size; o += r->page) {
+		uint32_t gen;
+		bool wp;
+
+		if (!take_unserved(&s, r, o, local, pm, &wp))
+			continue;
+		gen = GEN(__atomic_load_n(word(r, o), __ATOMIC_ACQUIRE));
+		fail_page(&s, r, uaddr(r, o), wp);
+		uffdm__count(s.t, C_UNSERVED, 1);
+		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
+	}
+	svc_end(&s);
+	if (pm >= 0)
+		close(pm);
+	uffdm_wake(h->u, uaddr(r, 0), r->size);
 }
