@@ -150,8 +150,10 @@ static bool cas(uint32_t *w, uint32_t *old, uint32_t new)
  * CONTINUE the whole run and wake its waiters.  EEXIST is per page (one
  * already mapped: CONTINUE then wakes no one, so we do) and the rest of
  * the run is still mapped; EAGAIN reads the pending event and retries.
+ * *mapped grows by the pages this CONTINUE mapped, not those found mapped.
  */
-static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
+static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
+		   size_t *mapped)
 {
 	struct uffdm *u = s->t->h->u;
 	char *p = uaddr(r, off);
@@ -164,6 +166,7 @@ static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len
 		if (done > 0) {
 			p += done;
 			len -= (size_t)done;
+			*mapped += (size_t)done / r->page;
 		} else if (done == -EEXIST) {
 			uffdm__count(s->t, C_EEXIST, 1);
 			uffdm_wake(u, p, r->page);
@@ -350,9 +353,7 @@ static ssize_t map_current(struct svc *s, struct uffdm_region *r, size_t off, si
 			uffdm_wake(u, uaddr(r, off + i * r->page), (j - i) * r->page);
 			continue;
 		}
-		ret = map_run(s, r, off + i * r->page, (j - i) * r->page);
-		if (!ret)
-			mapped += j - i;
+		ret = map_run(s, r, off + i * r->page, (j - i) * r->page, &mapped);
 	}
 	pthread_rwlock_unlock(&r->zap_lock);
 	return ret ? ret : (ssize_t)mapped;
