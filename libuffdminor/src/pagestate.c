@@ -270,8 +270,21 @@ static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 		return uffdm__fence(h->u, p, r->page);
 	if (r->sigbus)
 		return move_to_sigbus(h->u, r->sigbus, p, r->page, wp);
-	/* another process's view without POISON or its descriptor: nothing makes SIGBUS */
-	return uffdm_wake(h->u, p, r->page);
+	/*
+	 * A mapped page of another process's view, no SIGBUS descriptor of
+	 * that mm: nothing here can refuse a write.  Woken (a reader of a page
+	 * mapped meanwhile goes on), a writer faults once more and then sleeps
+	 * (see refused()) until that process fails the page: uffdm_range_fail(3)
+	 * there fences it and wakes it.
+	 */
+	uffdm_wake(h->u, p, r->page);
+	return -EOPNOTSUPP;
+}
+
+/* A page of r that failed: refused for good, or (see fail_page()) not. */
+static bool refused(const struct uffdm_region *r, const struct uffdm_handler *h, bool wp)
+{
+	return !wp || r->sigbus || (uffdm__region_local(r) && uffdm__fence_usable(h->u));
 }
 
 /* The pages cannot be made right: their threads get SIGBUS, now and on every later touch. */
@@ -447,7 +460,8 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 		case UFFDM_PAGE_FAILED:
 			/* Queued before the failure; the failure woke it into SIGBUS already. */
 			uffdm__count(t, C_DUP, 1);
-			uffdm_wake(t->h->u, uaddr(r, off), r->page);
+			if (refused(r, t->h, wp))
+				uffdm_wake(t->h->u, uaddr(r, off), r->page);
 			return;
 		default:
 			/*
