@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -349,13 +350,13 @@ static void serve_spill(struct hthread *t, uint64_t t0)
 	}
 }
 
-/* Serve one batch; 0 when nothing was queued. */
-static int serve_batch(struct hthread *t)
+/* Serve one batch of at most max events; 0 when nothing was queued. */
+static int serve_batch(struct hthread *t, unsigned int max)
 {
 	uint64_t t0;
 	int n;
 
-	n = uffdm_events_read(t->h->u, t->batch, BATCH, UFFDM_READ_NONBLOCK);
+	n = uffdm_events_read(t->h->u, t->batch, max < BATCH ? max : BATCH, UFFDM_READ_NONBLOCK);
 	if (n <= 0)
 		return 0;
 	t0 = uffdm__now_ns();
@@ -382,24 +383,67 @@ static void *handler_thread(void *arg)
 			break;
 		if (pfd[1].revents)
 			break;
-		serve_batch(t);
+		serve_batch(t, BATCH);
 	}
 	/* Stopping: what is already queued is served, never left asleep. */
-	while (serve_batch(t))
+	while (serve_batch(t, BATCH))
 		;
 	cur_thread = NULL;
 	return NULL;
+}
+
+/*
+ * Event-loop mode: the application's thread is the handler thread th[0]
+ * while it serves (the callbacks see it as their own handler's), one at a
+ * time.  It reads only what is ready; nothing here blocks.
+ */
+static int serve_ready(struct uffdm_handler *h, unsigned int budget)
+{
+	struct hthread *t = &h->th[0], *was = cur_thread;
+	unsigned int done = 0;
+	int n;
+
+	if (__atomic_exchange_n(&h->serving, true, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	cur_thread = t;
+	do {
+		n = serve_batch(t, budget - done);
+		done += (unsigned int)n;
+	} while (n > 0 && done < budget);
+	cur_thread = was;
+	__atomic_store_n(&h->serving, false, __ATOMIC_RELEASE);
+	return (int)done;
+}
+
+int uffdm_handler_serve(struct uffdm_handler *h, unsigned int budget)
+{
+	if (!h || !budget || !(h->cfg.flags & UFFDM_HANDLER_EVENT_LOOP))
+		return -EINVAL;
+	if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
+	return serve_ready(h, budget > INT_MAX ? INT_MAX : budget);
+}
+
+int uffdm_handler_fd(const struct uffdm_handler *h)
+{
+	if (!h || !(h->cfg.flags & UFFDM_HANDLER_EVENT_LOOP))
+		return -EINVAL;
+	return h->u->fd;
 }
 
 /* ---- start, stats, stop ---------------------------------------------- */
 
 static int check_config(const struct uffdm *u, const struct uffdm_handler_config *cfg)
 {
+	bool loop = cfg && (cfg->flags & UFFDM_HANDLER_EVENT_LOOP);
+
 	if (!u || !cfg || !cfg->fault)
 		return -EINVAL;
-	if (!cfg->threads || cfg->threads > MAX_THREADS)
+	/* the application's loop is the one handler thread: the library starts none */
+	if (loop ? cfg->threads : !cfg->threads || cfg->threads > MAX_THREADS)
 		return -EINVAL;
-	if (cfg->flags & ~(UFFDM_HANDLER_SIGBUS_FD | UFFDM_HANDLER_OUTSIDE_EVENT))
+	if (cfg->flags & ~(UFFDM_HANDLER_SIGBUS_FD | UFFDM_HANDLER_OUTSIDE_EVENT |
+			   UFFDM_HANDLER_EVENT_LOOP))
 		return -EINVAL;
 	if ((cfg->flags & UFFDM_HANDLER_OUTSIDE_EVENT) && !cfg->event)
 		return -EINVAL;
@@ -462,6 +506,7 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 			const struct uffdm_handler_config *cfg)
 {
 	struct uffdm_handler *h;
+	unsigned int nth;
 	int ret;
 
 	if (!out)
@@ -469,8 +514,9 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	ret = check_config(u, cfg);
 	if (ret)
 		return ret;
-	/* th[threads] is the block application threads count into. */
-	h = calloc(1, sizeof(*h) + (cfg->threads + 1) * sizeof(h->th[0]));
+	/* th[nth] is the block application threads count into; th[0] an event loop's. */
+	nth = cfg->threads ? cfg->threads : 1;
+	h = calloc(1, sizeof(*h) + (nth + 1) * sizeof(h->th[0]));
 	if (!h)
 		return -ENOMEM;
 	/* Two readers of one descriptor would each fail the other's faults. */
@@ -481,8 +527,10 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	h->u = u;
 	h->cfg = *cfg;
 	h->stop_fd = -1;
-	h->ext = &h->th[cfg->threads];
+	h->nth = nth;
+	h->ext = &h->th[nth];
 	h->ext->h = h;
+	h->th[0].h = h;
 	pthread_rwlock_init(&h->lock, NULL);
 	ret = prepare(h);
 	if (!ret && r)
@@ -501,6 +549,8 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 		uffdm__handler_stop(h, NULL);
 		return ret;
 	}
+	if (!cfg->threads)
+		h->started = 1;	/* th[0], the event loop's, counts */
 	*out = h;
 	return 0;
 }
@@ -525,11 +575,11 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pc
 static void sum_threads(const struct uffdm_handler *h, uint64_t *c, uint64_t *hist,
 			uint64_t *max)
 {
-	for (unsigned int i = 0; i <= h->cfg.threads; i++) {
+	for (unsigned int i = 0; i <= h->nth; i++) {
 		const struct hthread *t = &h->th[i];
 		uint64_t m = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
 
-		if (i < h->cfg.threads && i >= h->started)
+		if (i < h->nth && i >= h->started)
 			continue;
 		for (int k = 0; k < C_NR; k++)
 			c[k] += __atomic_load_n(&t->count[k], __ATOMIC_RELAXED);
@@ -597,7 +647,14 @@ int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 	__atomic_store_n(&h->stopping, true, __ATOMIC_RELEASE);
 	if (h->stop_fd >= 0 && write(h->stop_fd, &one, sizeof(one)) < 0)
 		ret = -errno;
-	for (unsigned int i = 0; i < h->started; i++)
+	if (!h->cfg.threads) {
+		/* the loop's last turn, here: what is queued is served, never left asleep */
+		while (serve_ready(h, BATCH) == -EBUSY)
+			sched_yield();
+		while (serve_ready(h, BATCH) > 0)
+			;
+	}
+	for (unsigned int i = 0; i < h->cfg.threads && i < h->started; i++)
 		pthread_join(h->th[i].tid, NULL);
 	for (unsigned int i = 0; i < h->nregions; i++) {
 		uffdm__fail_deferred(h, h->regions[i]);

@@ -59,6 +59,8 @@ struct uffdm_handler {
 	bool poison;		/* fail with UFFDIO_POISON, else a SIGBUS descriptor */
 	struct uffdm *sigbus;	/* without POISON: where faults outside every region go */
 	bool stopping;
+	bool serving;		/* event-loop mode: an application thread is in uffdm_handler_serve() */
+	unsigned int nth;	/* serving blocks th[0..nth): cfg.threads, or 1 (event loop) */
 	/* The regions served, sorted by uaddr; written under the lock. */
 	pthread_rwlock_t lock;
 	struct uffdm_region **regions;

@@ -55,6 +55,7 @@ struct uffdm_region {
 	 * handler stops (closed by uffdm_region_destroy()).
 	 */
 	struct uffdm *sigbus;
+	void *user;			/* uffdm_region_set_user() */
 };
 
 /* region.c: page state words */

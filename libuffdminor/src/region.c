@@ -195,6 +195,18 @@ int uffdm_region_fd(const struct uffdm_region *r)
 	return r ? r->fd : -EINVAL;
 }
 
+/* Written before the region is served, read by callbacks: the handler's lock orders them. */
+void uffdm_region_set_user(struct uffdm_region *r, void *user)
+{
+	if (r)
+		__atomic_store_n(&r->user, user, __ATOMIC_RELEASE);
+}
+
+void *uffdm_region_user(const struct uffdm_region *r)
+{
+	return r ? __atomic_load_n(&r->user, __ATOMIC_ACQUIRE) : NULL;
+}
+
 /*
  * The pages' contents are going: they must be filled again, so the next
  * fault runs the callback.  Advanced before the pages go, so no fault can

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The failure guarantee as a table of adversaries (kernel-selftest style):
- * fault kind x cause x failure path, for each memory type.  Every cell
+ * fault kind x cause x failure path x handler mode (its own threads, or
+ * the application's event loop), for each memory type.  Every cell
  * fails one page and asserts the five properties uffdm_handler_start(3)
  * promises for a failed page:
  *
@@ -26,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,14 +38,16 @@
 enum kind { K_MINOR_READ, K_MINOR_WRITE, K_HOLE, K_WP, K_NR };
 enum cause { C_CB_ERR, C_CB_NOWRITE, C_DEFER_ERR, C_DEFER_STOP, C_AFTER_STOP, C_GONE, C_NR };
 enum path { P_POISON, P_SIGBUS_FD, P_NR };
+enum mode { M_THREADS, M_LOOP, M_NR };
 
 static const char *const kind_name[] = { "minor-read", "minor-write", "missing-hole", "wp" };
 static const char *const cause_name[] = {
 	"cb-error", "cb-no-write", "deferred-error", "deferred-stop", "after-stop", "server-gone",
 };
 static const char *const path_name[] = { "poison", "sigbus-fd" };
+static const char *const mode_name[] = { "threads", "loop" };
 
-#define NCELLS		(K_NR * C_NR * P_NR)
+#define NCELLS		(K_NR * C_NR * P_NR * M_NR)
 #define PARALLEL	6
 #define SILENCE_S	10
 #define MAX_MSGS	16	/* fault messages one failed page may cost, all threads */
@@ -52,6 +57,7 @@ struct cell {
 	enum kind k;
 	enum cause c;
 	enum path p;
+	enum mode m;
 	const struct mem_case *mc;
 };
 
@@ -98,11 +104,12 @@ static int touch(volatile char *p, bool wr)
 	int got = 1;
 
 	bus_jmp = &jb;
+	/* atomic: threads race on the byte on purpose (TSan would say so) */
 	if (!sigsetjmp(jb, 1)) {
 		if (wr)
-			*p = 'W';
+			__atomic_store_n(p, 'W', __ATOMIC_RELAXED);
 		else
-			(void)*p;
+			(void)__atomic_load_n(p, __ATOMIC_RELAXED);
 		got = 0;
 	}
 	bus_jmp = NULL;
@@ -139,6 +146,8 @@ struct ctx {
 	size_t page;
 	char *view, *backing;
 	int calls;
+	pthread_t loop;		/* M_LOOP: the application's event loop */
+	int quit_fd;
 };
 
 static int callback(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
@@ -214,17 +223,67 @@ static int setup(struct ctx *c)
 	return 0;
 }
 
+/* An application's loop: epoll on the handler's descriptor and a quit eventfd. */
+static void *event_loop(void *arg)
+{
+	struct ctx *c = arg;
+	struct epoll_event ev = { .events = EPOLLIN }, out[2];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	ev.data.fd = uffdm_handler_fd(c->h);
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		_exit(3);
+	ev.data.fd = c->quit_fd;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, c->quit_fd, &ev))
+		_exit(3);
+	for (;;) {
+		int n = epoll_wait(ep, out, 2, -1);
+
+		for (int i = 0; i < n; i++) {
+			if (out[i].data.fd == c->quit_fd) {
+				close(ep);
+				return NULL;
+			}
+			if (uffdm_handler_serve(c->h, 16) < 0)
+				_exit(3);
+		}
+	}
+}
+
 static int start_handler(struct ctx *c)
 {
 	struct uffdm_handler_config cfg = {
-		.threads = 1, .fault = callback, .arg = c,
-		.flags = c->cell->p == P_SIGBUS_FD ? UFFDM_HANDLER_SIGBUS_FD : 0,
+		.threads = c->cell->m == M_LOOP ? 0 : 1, .fault = callback, .arg = c,
+		.flags = (c->cell->p == P_SIGBUS_FD ? UFFDM_HANDLER_SIGBUS_FD : 0) |
+			 (c->cell->m == M_LOOP ? UFFDM_HANDLER_EVENT_LOOP : 0),
 	};
 	int ret = uffdm_handler_start(&c->h, c->u, c->r, &cfg);
 
 	if (ret)
 		FAIL("uffdm_handler_start: %s", strerror(-ret));
+	if (c->cell->m == M_LOOP) {
+		c->quit_fd = eventfd(0, EFD_CLOEXEC);
+		if (c->quit_fd < 0 || pthread_create(&c->loop, NULL, event_loop, c))
+			FAIL("event loop");
+	}
 	return 0;
+}
+
+/* The loop ends first (it must not serve a freed handler); stop serves what it left. */
+static int stop_handler(struct ctx *c, struct uffdm_stats *st)
+{
+	uint64_t one = 1;
+	int ret;
+
+	if (c->cell->m == M_LOOP) {
+		if (write(c->quit_fd, &one, sizeof(one)) != sizeof(one))
+			return -errno;
+		pthread_join(c->loop, NULL);
+		close(c->quit_fd);
+	}
+	ret = uffdm_handler_stop(c->h, st);
+	c->h = NULL;
+	return ret;
 }
 
 static uint64_t messages(struct ctx *c)
@@ -273,8 +332,7 @@ static int first_faults(struct ctx *c, struct toucher *a, struct toucher *b)
 
 	b->tid = 0;
 	if (cl->c == C_AFTER_STOP) {
-		ret = uffdm_handler_stop(c->h, NULL);
-		c->h = NULL;
+		ret = stop_handler(c, NULL);
 		if (ret)
 			FAIL("stop before any fault: %s", strerror(-ret));
 	}
@@ -293,8 +351,7 @@ static int first_faults(struct ctx *c, struct toucher *a, struct toucher *b)
 		if (wait_deferred(c, b))
 			return 1;
 		say("phase stop-deferred");
-		ret = uffdm_handler_stop(c->h, NULL);
-		c->h = NULL;
+		ret = stop_handler(c, NULL);
 		if (ret)
 			FAIL("stop with a deferred page: %s", strerror(-ret));
 		break;
@@ -350,7 +407,7 @@ static int teardown(struct ctx *c)
 
 	say("phase teardown");
 	if (c->h) {
-		ret = uffdm_handler_stop(c->h, &st);
+		ret = stop_handler(c, &st);
 		if (ret)
 			FAIL("uffdm_handler_stop: %s", strerror(-ret));
 		if (st.messages > MAX_MSGS)
@@ -381,7 +438,7 @@ static int run_cell(const struct cell *cl)
 		return 1;
 	if (first_faults(&c, &a, &b) || later_touches(&c))
 		return 1;
-	if (c.backing[0] == 'W')
+	if (__atomic_load_n(c.backing, __ATOMIC_RELAXED) == 'W')
 		FAIL("the refused write landed");
 	if (c.h && messages(&c) > MAX_MSGS)
 		FAIL("%llu fault messages for one failed page", (unsigned long long)messages(&c));
@@ -409,7 +466,8 @@ struct verdict {
 
 static void cell_name(const struct cell *cl, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s/%s", kind_name[cl->k], cause_name[cl->c], path_name[cl->p]);
+	snprintf(buf, len, "%s/%s/%s/%s", kind_name[cl->k], cause_name[cl->c], path_name[cl->p],
+		 mode_name[cl->m]);
 }
 
 static void spawn(struct running *rn, const struct cell *cells, size_t i)
@@ -525,16 +583,17 @@ static void test_failure_matrix(void **state)
 	size_t n = 0, failed = 0, skipped = 0;
 
 	put_region(make_region(mc, 1));	/* skip the lot on an empty pool */
-	for (int p = 0; p < P_NR; p++)
-		for (int k = 0; k < K_NR; k++)
-			for (int c = 0; c < C_NR; c++)
-				cells[n++] = (struct cell){ k, c, p, mc };
+	for (int m = 0; m < M_NR; m++)
+		for (int p = 0; p < P_NR; p++)
+			for (int k = 0; k < K_NR; k++)
+				for (int c = 0; c < C_NR; c++)
+					cells[n++] = (struct cell){ k, c, p, m, mc };
 	run_all(cells, n, v);
 	for (size_t i = 0; i < n; i++) {
 		char name[96];
 
 		cell_name(&cells[i], name, sizeof(name));
-		print_message("# %-8s %-40s %s\n", mc->name, name, v[i].text);
+		print_message("# %-8s %-48s %s\n", mc->name, name, v[i].text);
 		failed += v[i].fail;
 		skipped += v[i].skip;
 	}
