@@ -88,7 +88,7 @@ int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
  */
 int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
-/* handler.c: a library thread, with every signal blocked */
+/* thread.c: a library thread, with every signal blocked */
 int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
 
 /* fence.c: failing pages of this process's views for good (see there) */

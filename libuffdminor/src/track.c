@@ -21,6 +21,23 @@
 
 #include "track.h"
 
+struct uffdm_tracker {
+	enum uffdm_track_kind kind;
+	uint8_t *view;
+	size_t size, page;
+	struct uffdm *u;	/* pagemap-scan: WP_ASYNC; uffd-wp: synchronous WP */
+	struct track_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
+	int pagemap_fd;
+	int pagemap_err;	/* why pagemap_fd is -1 */
+	uint64_t *buf;
+	size_t buf_len;
+};
+
+static size_t track_bitmap_len(const struct uffdm_tracker *t)
+{
+	return track_bits_len(t->size, t->page);
+}
+
 /* PAGEMAP_SCAN (6.7, <linux/fs.h>): the system headers here may be older. */
 struct uffdm_page_region {
 	uint64_t start, end, categories;
@@ -169,7 +186,7 @@ static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
 	case UFFDM_TRACK_SOFT_DIRTY:
 		return start_soft_dirty(t);
 	case UFFDM_TRACK_UFFD_WP:
-		return uffdm__wp_start(t);
+		return uffdm__wp_start(&t->wp, t->view, t->size, t->page);
 	default:
 		return 0;
 	}
@@ -258,7 +275,7 @@ int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int
 	case UFFDM_TRACK_SOFT_DIRTY:
 		return soft_dirty(t, bitmap, last);
 	case UFFDM_TRACK_UFFD_WP:
-		return uffdm__wp_collect(t, bitmap, last);
+		return uffdm__wp_collect(t->wp, bitmap, last);
 	default:
 		memset(bitmap, 0xff, track_bitmap_len(t));
 		return 0;
@@ -269,7 +286,8 @@ void uffdm_tracker_stop(struct uffdm_tracker *t)
 {
 	if (!t)
 		return;
-	uffdm__wp_stop(t);
+	uffdm__wp_stop(t->wp);
+	t->wp = NULL;
 	if (t->u) {
 		uffdm_range_unregister(t->u, t->view, t->size);
 		uffdm_close(t->u);
