@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -192,6 +193,39 @@ static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
 	}
 }
 
+/* A VmFlags line of smaps names uffd registrations: um, uw, ui. */
+static bool uffd_flags(const char *line)
+{
+	return strstr(line, " um") || strstr(line, " uw") || strstr(line, " ui");
+}
+
+/*
+ * Whether part of [addr, addr+len) is registered on a userfaultfd: memory
+ * a handler serves.  No kind can watch it from a second descriptor (its
+ * registration is EBUSY), and soft-dirty's probe would write into a page
+ * the handler owns.  Unreadable smaps: not known to be.
+ */
+static bool range_served(const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	bool in = false, served = false;
+
+	if (!f)
+		return false;
+	while (!served && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = s < hi && e > lo;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			served = uffd_flags(line);
+	}
+	fclose(f);
+	return served;
+}
+
 /* Without pagemap only the kinds that read it fail: uffd-wp needs none. */
 static int open_pagemap(struct uffdm_tracker *t)
 {
@@ -233,6 +267,9 @@ int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, 
 	t->page = page;
 	t->kind = UFFDM_TRACK_NONE;
 	ret = open_pagemap(t);
+	/* 0.3: auto never falls to "none" in silence on memory a handler serves */
+	if (!ret && kind == UFFDM_TRACK_AUTO && range_served(addr, len))
+		ret = -EBUSY;
 	if (!ret && kind != UFFDM_TRACK_AUTO) {
 		ret = start_kind(t, kind);
 		t->kind = kind;
