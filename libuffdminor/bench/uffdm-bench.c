@@ -295,22 +295,40 @@ static struct result raw_run(struct run *run)
 
 /* ---- (a): the library --------------------------------------------- */
 
+/* A descriptor and a handler on run->r (the caller picks the CPUs). */
+static int lib_open(struct run *run, const struct uffdm_handler_config *cfg, struct uffdm **u,
+		    struct uffdm_handler **h)
+{
+	int ret = uffdm_open(u, UFFDM_OPEN_NONBLOCK, 0);
+
+	if (!ret)
+		ret = uffdm_region_register(*u, run->r, 0, NULL);
+	if (!ret)
+		ret = uffdm_handler_start(h, *u, run->r, cfg);
+	return ret;
+}
+
+/* Stop, close, and the handler's latencies into res. */
+static void lib_close(struct uffdm_handler *h, struct uffdm *u, struct result *res)
+{
+	struct uffdm_stats st;
+
+	uffdm_handler_stop(h, &st);
+	uffdm_close(u);
+	res->p50_us = (double)st.p50_ns / 1000;
+	res->p99_us = (double)st.p99_ns / 1000;
+}
+
 static struct result lib_run(struct run *run)
 {
 	struct uffdm_handler_config cfg = { .threads = run->handlers, .fault = noop };
 	struct result res = { 0 };
 	struct uffdm_handler *h;
-	struct uffdm_stats st;
 	struct uffdm *u;
-
 	int ret;
 
 	run_on(&handler_cpus);
-	ret = uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0);
-	if (!ret)
-		ret = uffdm_region_register(u, run->r, 0, NULL);
-	if (!ret)
-		ret = uffdm_handler_start(&h, u, run->r, &cfg);
+	ret = lib_open(run, &cfg, &u, &h);
 	run_on(&all_cpus);
 	if (ret) {
 		res.skip = "library open failed";
@@ -318,10 +336,7 @@ static struct result lib_run(struct run *run)
 	}
 	res.faults_per_s = fault_all(run);
 	res.cpu_us = run->cpu_us;
-	uffdm_handler_stop(h, &st);
-	uffdm_close(u);
-	res.p50_us = (double)st.p50_ns / 1000;
-	res.p99_us = (double)st.p99_ns / 1000;
+	lib_close(h, u, &res);
 	return res;
 }
 
@@ -357,17 +372,12 @@ static struct result lib_loop_run(struct run *run)
 	struct uffdm_handler_config cfg = { .flags = UFFDM_HANDLER_EVENT_LOOP, .fault = noop };
 	struct loop l = { .stop_fd = eventfd(0, EFD_CLOEXEC) };
 	struct result res = { 0 };
-	struct uffdm_stats st;
 	uint64_t one = 1;
 	struct uffdm *u;
 	int ret;
 
 	run_on(&handler_cpus);
-	ret = l.stop_fd < 0 ? -errno : uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0);
-	if (!ret)
-		ret = uffdm_region_register(u, run->r, 0, NULL);
-	if (!ret)
-		ret = uffdm_handler_start(&l.h, u, run->r, &cfg);
+	ret = l.stop_fd < 0 ? -errno : lib_open(run, &cfg, &u, &l.h);
 	if (!ret)
 		ret = -pthread_create(&l.tid, NULL, serve_loop, &l);
 	run_on(&all_cpus);
@@ -379,11 +389,8 @@ static struct result lib_loop_run(struct run *run)
 	res.cpu_us = run->cpu_us;
 	if (write(l.stop_fd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(l.tid, NULL);
-	uffdm_handler_stop(l.h, &st);
-	uffdm_close(u);
+	lib_close(l.h, u, &res);
 	close(l.stop_fd);
-	res.p50_us = (double)st.p50_ns / 1000;
-	res.p99_us = (double)st.p99_ns / 1000;
 	return res;
 }
 
@@ -447,11 +454,7 @@ static struct result lib_deferred_run(struct run *run)
 	pthread_mutex_init(&q.mu, NULL);
 	pthread_cond_init(&q.cv, NULL);
 	run_on(&handler_cpus);
-	ret = q.off ? uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0) : -ENOMEM;
-	if (!ret)
-		ret = uffdm_region_register(u, run->r, 0, NULL);
-	if (!ret)
-		ret = uffdm_handler_start(&q.h, u, run->r, &cfg);
+	ret = q.off ? lib_open(run, &cfg, &u, &q.h) : -ENOMEM;
 	if (!ret)
 		ret = -pthread_create(&ct, NULL, completer, &q);
 	run_on(&all_cpus);
