@@ -421,6 +421,18 @@ int uffdm_handler_serve(struct uffdm_handler *h, unsigned int budget);
 void uffdm_region_set_user(struct uffdm_region *r, void *user);
 void *uffdm_region_user(const struct uffdm_region *r);
 
+/*
+ * Page states that outlive a page server: the VMM moves r's states into a
+ * memfd (returned; r keeps it, do not close it) to send with the
+ * userfaultfd; a page server maps it into its region of the same memory
+ * (on success r owns fd).  UFFDM_STATE_TAKEOVER: the previous server is
+ * gone; the pages it owned (filling, deferred) are empty again, and its
+ * faults already read are woken to fault again once the region is served.
+ */
+#define UFFDM_STATE_TAKEOVER	(1u << 0)
+int uffdm_region_state_fd(struct uffdm_region *r);
+int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags);
+
 #ifdef __cplusplus
 }
 #endif

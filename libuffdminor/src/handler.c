@@ -221,6 +221,11 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 	h->regions[pos] = r;
 	h->nregions++;
 	__atomic_store_n(&r->handler, h, __ATOMIC_RELEASE);
+	/* a taken-over region: the dead server's faults come back, to us */
+	if (r->rewake) {
+		r->rewake = false;
+		uffdm_wake(h->u, (void *)r->uaddr, r->size);
+	}
 out:
 	pthread_rwlock_unlock(&h->lock);
 	return pos < 0 ? pos : ret;

@@ -56,6 +56,10 @@ struct uffdm_region {
 	 */
 	struct uffdm *sigbus;
 	void *user;			/* uffdm_region_set_user() */
+	/* 0.3: pstate lives in this memfd (uffdm_region_state_fd/adopt_state), mapped shared */
+	int state_fd;
+	bool state_shared;
+	bool rewake;		/* taken over: wake the dead server's waiters when served */
 };
 
 /* region.c: page state words */
