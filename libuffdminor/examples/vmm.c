@@ -186,7 +186,9 @@ static void *watch(void *arg)
 			if (__atomic_load_n(&vm->finishing, __ATOMIC_ACQUIRE))
 				break;
 			if (replace_pager(vm)) {
-				pfd.fd = __atomic_load_n(&vm->sock, __ATOMIC_ACQUIRE);
+				pfd.fd = __atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST);
+				if (__atomic_load_n(&vm->finishing, __ATOMIC_SEQ_CST))
+					shutdown(pfd.fd, SHUT_WR);
 				continue;
 			}
 			lose_pager(vm, "closed its socket (died)");
@@ -309,7 +311,7 @@ static int spawn_pager(struct vm *vm, unsigned int flags)
 		exec_pager(vm->o->pager, sv[1], 2);
 	close(sv[1]);
 	__atomic_store_n(&vm->pager, pid, __ATOMIC_RELEASE);
-	__atomic_store_n(&vm->sock, sv[0], __ATOMIC_RELEASE);
+	__atomic_store_n(&vm->sock, sv[0], __ATOMIC_SEQ_CST);
 	fds[WIRE_UFFD] = uffdm_fd(vm->u);
 	fds[WIRE_MEMFD] = uffdm_region_fd(vm->r);
 	fds[WIRE_SIGBUS] = uffdm_sigbus_fd(vm->u);
@@ -358,11 +360,14 @@ static void stop_serving(struct vm *vm)
 {
 	if (vm->h)
 		uffdm_handler_stop(vm->h, NULL);
-	if (vm->sock < 0)
+	if (__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST) < 0)
 		return;
-	__atomic_store_n(&vm->finishing, true, __ATOMIC_RELEASE);
-	/* the watcher may be replacing the pager: the socket is the one it last set */
-	shutdown(__atomic_load_n(&vm->sock, __ATOMIC_ACQUIRE), SHUT_WR);
+	/*
+	 * The watcher may be replacing the pager: this shuts the socket it
+	 * last set, or it sees finishing and shuts the new one itself.
+	 */
+	__atomic_store_n(&vm->finishing, true, __ATOMIC_SEQ_CST);
+	shutdown(__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST), SHUT_WR);
 	if (vm->watching)
 		pthread_join(vm->watcher, NULL);
 	else

@@ -45,9 +45,13 @@ static int serve_cb(void *arg, struct uffdm_region *r, size_t off, const struct 
 	return 0;
 }
 
-/* A page server process: adopts what the VMM gives it, serves until told (or killed). */
+/*
+ * A page server process: waits for "go" (both are forked while the VMM has
+ * no thread yet: a process forked from a threaded one may not start any),
+ * adopts what the VMM gives it, serves until told to quit (or killed).
+ */
 static void run_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
-		       struct shared *sh, bool is_a, int quit_fd)
+		       struct shared *sh, bool is_a, int ctl)
 {
 	struct server s = { .sh = sh, .is_a = is_a };
 	struct uffdm_handler_config cfg = { .threads = 1, .fault = serve_cb, .arg = &s };
@@ -56,19 +60,22 @@ static void run_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
 	struct uffdm *u;
 	char c;
 
+	if (read(ctl, &c, 1) != 1)	/* go, or the VMM is gone */
+		_exit(0);
 	if (uffdm_adopt(&u, dup(uffdm_fd(vmm)), 0, 0) ||
 	    uffdm_region_from_fd(&mine, uffdm_region_fd(r), 0, uffdm_region_size(r),
 				 (uintptr_t)uffdm_region_view(r), 0) ||
 	    uffdm_region_adopt_state(mine, dup(state_fd), is_a ? 0 : UFFDM_STATE_TAKEOVER) ||
 	    uffdm_handler_start(&h, u, mine, &cfg))
 		_exit(3);
-	if (read(quit_fd, &c, 1) < 0)	/* A never gets past this: it is killed */
+	if (read(ctl, &c, 1) < 0)	/* quit: A never gets past this, it is killed */
 		_exit(3);
 	_exit(uffdm_handler_stop(h, NULL) ? 4 : 0);
 }
 
-static pid_t start_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
-			  struct shared *sh, bool is_a, int *quit)
+/* *ctl: one byte says go; closing it says quit. */
+static pid_t fork_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
+			 struct shared *sh, bool is_a, int *ctl)
 {
 	int p[2];
 	pid_t pid;
@@ -82,8 +89,13 @@ static pid_t start_server(struct uffdm *vmm, struct uffdm_region *r, int state_f
 		run_server(vmm, r, state_fd, sh, is_a, p[0]);
 	}
 	close(p[0]);
-	*quit = p[1];
+	*ctl = p[1];
 	return pid;
+}
+
+static void go(int ctl)
+{
+	assert_int_equal(write(ctl, "g", 1), 1);
 }
 
 static void test_replace_server(void **state)
@@ -95,13 +107,15 @@ static void test_replace_server(void **state)
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct page_reader t0, t1, t2;
-	int state_fd = uffdm_region_state_fd(r), quit_a, quit_b, st;
+	int state_fd = uffdm_region_state_fd(r), ctl_a, ctl_b, st;
 	pid_t a, b;
 
 	assert_true(sh != MAP_FAILED);
 	assert_true(state_fd >= 0);
 	assert_int_equal(uffdm_region_state_fd(r), state_fd);	/* the same, kept by r */
-	a = start_server(u, r, state_fd, sh, true, &quit_a);
+	a = fork_server(u, r, state_fd, sh, true, &ctl_a);
+	b = fork_server(u, r, state_fd, sh, false, &ctl_b);
+	go(ctl_a);
 	start_reader(&t0, r, 0);
 	assert_true(join_reader(&t0));
 	start_reader(&t1, r, 1);
@@ -112,13 +126,13 @@ static void test_replace_server(void **state)
 	assert_int_equal(uffdm_region_page_state(r, page), UFFDM_PAGE_DEFERRED);
 	kill(a, SIGKILL);
 	assert_int_equal(waitpid(a, &st, 0), a);
-	close(quit_a);
+	close(ctl_a);
 
-	b = start_server(u, r, state_fd, sh, false, &quit_b);
+	go(ctl_b);
 	assert_true(join_reader(&t1));	/* the fault A had read, served by B */
 	start_reader(&t2, r, 2);
 	assert_true(join_reader(&t2));
-	close(quit_b);
+	close(ctl_b);
 	assert_int_equal(waitpid(b, &st, 0), b);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (int i = 0; i < 3; i++)
