@@ -10,7 +10,11 @@
  *   (c) the missing-fault way: MISSING registration, UFFDIO_COPY of one
  *       page per fault from a prepared buffer;
  *   (d) the library with deferred completion: the callback returns
- *       UFFDM_FILL_LATER and one completer thread completes each page.
+ *       UFFDM_FILL_LATER and one completer thread completes each page;
+ *   (e) the library in event-loop mode (0.3): no handler thread, one
+ *       application thread polls uffdm_handler_fd() and calls
+ *       uffdm_handler_serve() (64 at most per turn), whatever the row's
+ *       handler count (one loop serves a handler).
  *
  * Faulting threads each read one byte of each of their pages once; faults/s
  * is pages over the wall time of the faulting; latency is from the read of
@@ -40,7 +44,7 @@
 
 #define MAX_THREADS 8
 #define MAX_REPS 15
-#define WAYS 4
+#define WAYS 5
 /*
  * 1 µs buckets below 65 ms, then one overflow bucket: copying a 2 MiB page
  * under QEMU TCG takes several ms, which a 4 ms range clipped.
@@ -76,7 +80,7 @@ struct run {
  * it steadier.
  */
 static bool pin;
-static unsigned int only_way = WAYS;	/* -w: run one way only (0 a .. 3 d); WAYS all */
+static unsigned int only_way = WAYS;	/* -w: run one way only (0 a .. 4 e); WAYS all */
 static cpu_set_t all_cpus, handler_cpus, faulter_cpus;
 
 static void setup_pinning(bool want)
@@ -291,22 +295,40 @@ static struct result raw_run(struct run *run)
 
 /* ---- (a): the library --------------------------------------------- */
 
+/* A descriptor and a handler on run->r (the caller picks the CPUs). */
+static int lib_open(struct run *run, const struct uffdm_handler_config *cfg, struct uffdm **u,
+		    struct uffdm_handler **h)
+{
+	int ret = uffdm_open(u, UFFDM_OPEN_NONBLOCK, 0);
+
+	if (!ret)
+		ret = uffdm_region_register(*u, run->r, 0, NULL);
+	if (!ret)
+		ret = uffdm_handler_start(h, *u, run->r, cfg);
+	return ret;
+}
+
+/* Stop, close, and the handler's latencies into res. */
+static void lib_close(struct uffdm_handler *h, struct uffdm *u, struct result *res)
+{
+	struct uffdm_stats st;
+
+	uffdm_handler_stop(h, &st);
+	uffdm_close(u);
+	res->p50_us = (double)st.p50_ns / 1000;
+	res->p99_us = (double)st.p99_ns / 1000;
+}
+
 static struct result lib_run(struct run *run)
 {
 	struct uffdm_handler_config cfg = { .threads = run->handlers, .fault = noop };
 	struct result res = { 0 };
 	struct uffdm_handler *h;
-	struct uffdm_stats st;
 	struct uffdm *u;
-
 	int ret;
 
 	run_on(&handler_cpus);
-	ret = uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0);
-	if (!ret)
-		ret = uffdm_region_register(u, run->r, 0, NULL);
-	if (!ret)
-		ret = uffdm_handler_start(&h, u, run->r, &cfg);
+	ret = lib_open(run, &cfg, &u, &h);
 	run_on(&all_cpus);
 	if (ret) {
 		res.skip = "library open failed";
@@ -314,10 +336,61 @@ static struct result lib_run(struct run *run)
 	}
 	res.faults_per_s = fault_all(run);
 	res.cpu_us = run->cpu_us;
-	uffdm_handler_stop(h, &st);
-	uffdm_close(u);
-	res.p50_us = (double)st.p50_ns / 1000;
-	res.p99_us = (double)st.p99_ns / 1000;
+	lib_close(h, u, &res);
+	return res;
+}
+
+/* ---- (e): the library, driven from the application's loop ------------ */
+
+struct loop {
+	struct uffdm_handler *h;
+	int stop_fd;
+	pthread_t tid;
+};
+
+static void *serve_loop(void *arg)
+{
+	struct loop *l = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = uffdm_handler_fd(l->h), .events = POLLIN },
+		{ .fd = l->stop_fd, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		if (uffdm_handler_serve(l->h, 64) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static struct result lib_loop_run(struct run *run)
+{
+	struct uffdm_handler_config cfg = { .flags = UFFDM_HANDLER_EVENT_LOOP, .fault = noop };
+	struct loop l = { .stop_fd = eventfd(0, EFD_CLOEXEC) };
+	struct result res = { 0 };
+	uint64_t one = 1;
+	struct uffdm *u;
+	int ret;
+
+	run_on(&handler_cpus);
+	ret = l.stop_fd < 0 ? -errno : lib_open(run, &cfg, &u, &l.h);
+	if (!ret)
+		ret = -pthread_create(&l.tid, NULL, serve_loop, &l);
+	run_on(&all_cpus);
+	if (ret) {
+		res.skip = "event-loop start failed";
+		return res;
+	}
+	res.faults_per_s = fault_all(run);
+	res.cpu_us = run->cpu_us;
+	if (write(l.stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(l.tid, NULL);
+	lib_close(l.h, u, &res);
+	close(l.stop_fd);
 	return res;
 }
 
@@ -381,11 +454,7 @@ static struct result lib_deferred_run(struct run *run)
 	pthread_mutex_init(&q.mu, NULL);
 	pthread_cond_init(&q.cv, NULL);
 	run_on(&handler_cpus);
-	ret = q.off ? uffdm_open(&u, UFFDM_OPEN_NONBLOCK, 0) : -ENOMEM;
-	if (!ret)
-		ret = uffdm_region_register(u, run->r, 0, NULL);
-	if (!ret)
-		ret = uffdm_handler_start(&q.h, u, run->r, &cfg);
+	ret = q.off ? lib_open(run, &cfg, &u, &q.h) : -ENOMEM;
 	if (!ret)
 		ret = -pthread_create(&ct, NULL, completer, &q);
 	run_on(&all_cpus);
@@ -440,7 +509,9 @@ struct series {
  */
 static void measure(struct run *run, unsigned int reps, struct series *s)
 {
-	static const measure_fn fn[WAYS] = { lib_run, raw_run, raw_run, lib_deferred_run };
+	static const measure_fn fn[WAYS] = {
+		lib_run, raw_run, raw_run, lib_deferred_run, lib_loop_run,
+	};
 
 	memset(s, 0, sizeof(*s));
 	for (unsigned int i = 0; i < reps; i++) {
@@ -551,6 +622,8 @@ static void print_row(const char *name, unsigned int handlers, const struct seri
 	print_ratio(s, 3, 0);
 	print_ratio_of(s, 0, 1, true);
 	print_ratio_of(s, 3, 0, true);
+	print_way(median_rep(s, 4));
+	print_ratio(s, 4, 1);
 	printf("\n");
 }
 
@@ -581,7 +654,7 @@ static void bench_backing(const char *name, enum uffdm_backing backing, size_t n
 static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [-n 4k-pages] [-H 2m-pages] [-f faulting-threads] [-r reps] "
-		"[-p (pin)] [-w a|b|c|d (one way only)]\n", argv0);
+		"[-p (pin)] [-w a|b|c|d|e (one way only)]\n", argv0);
 	exit(2);
 }
 
@@ -608,14 +681,14 @@ int main(int argc, char **argv)
 	setup_pinning(want_pin);
 	printf("uffdm-bench: %lu faulting threads, median of %lu, ratios median [min-max], %s; "
 	       "pages already cached for (a),(b),(d); (c) copies a page per fault; "
-	       "(d) defers every page to a completer thread; cpu b/a and a/d: CPU per fault of "
-	       "the second over the first\n", faulters, reps,
+	       "(d) defers every page to a completer thread; (e) one event loop, any ht; "
+	       "cpu b/a and a/d: CPU per fault of the second over the first\n", faulters, reps,
 	       pin ? "handlers pinned to the last CPU, faulters to the others" : "not pinned");
 	printf("%-11s %2s  %10s %7s %7s  %10s %7s %7s  %16s  %10s %7s %7s  %16s  %10s %7s %7s  %16s"
-	       "  %16s  %16s\n",
+	       "  %16s  %16s  %10s %7s %7s  %16s\n",
 	       "memory", "ht", "(a)lib f/s", "p50us", "p99us", "(b)raw f/s", "p50us", "p99us",
 	       "a/b", "(c)copy f/s", "p50us", "p99us", "a/c", "(d)defer f/s", "p50us", "p99us",
-	       "d/a", "cpu b/a", "cpu a/d");
+	       "d/a", "cpu b/a", "cpu a/d", "(e)loop f/s", "p50us", "p99us", "e/b");
 	bench_backing("shmem 4K", UFFDM_SHMEM, small, (unsigned int)faulters, (unsigned int)reps);
 	bench_backing("hugetlb 2M", UFFDM_HUGETLB_2M, huge, (unsigned int)faulters,
 		      (unsigned int)reps);

@@ -55,6 +55,8 @@ static int setup(struct pager *pg, int sock)
 	if (ret) {
 		close(fds[WIRE_UFFD]);
 		close(fds[WIRE_SIGBUS]);
+		close(fds[WIRE_STATE]);
+		fds[WIRE_STATE] = -1;
 	} else {
 		ret = uffdm_sigbus_adopt(pg->u, fds[WIRE_SIGBUS]);
 		if (ret)
@@ -64,6 +66,15 @@ static int setup(struct pager *pg, int sock)
 		ret = uffdm_region_from_fd(&pg->r, fds[WIRE_MEMFD], (off_t)w.offset, w.size,
 					   w.view, 0);
 	close(fds[WIRE_MEMFD]);	/* the region holds its own */
+	/* the states live in the VMM's memfd: a replacement finds what we filled */
+	if (!ret) {
+		ret = uffdm_region_adopt_state(pg->r, fds[WIRE_STATE],
+					       w.flags & WIRE_TAKEOVER ? UFFDM_STATE_TAKEOVER : 0);
+		if (ret)
+			close(fds[WIRE_STATE]);
+	} else if (fds[WIRE_STATE] >= 0) {
+		close(fds[WIRE_STATE]);
+	}
 	return ret ? die("adopting the VMM's memory", ret) : 0;
 }
 
@@ -103,8 +114,9 @@ int main(int argc, char **argv)
 	while (read(sock, &byte, 1) > 0)
 		;
 	uffdm_handler_stop(pg.h, &st);
-	fprintf(stderr, "uffdm-pager: served %llu faults (%llu failed); read-to-wake p50 %llu ns "
-		"p99 %llu ns\n", (unsigned long long)st.minor, (unsigned long long)st.failed,
+	fprintf(stderr, "uffdm-pager: served %llu faults (%llu failed, %llu pages filled); "
+		"read-to-wake p50 %llu ns p99 %llu ns\n", (unsigned long long)st.minor,
+		(unsigned long long)st.failed, (unsigned long long)st.fills,
 		(unsigned long long)st.p50_ns, (unsigned long long)st.p99_ns);
 	uffdm_region_destroy(pg.r);
 	uffdm_close(pg.u);

@@ -96,6 +96,20 @@ static void test_pager_killed(void **state)
 	       "pager closed its socket (died)");
 }
 
+/*
+ * Killed, then replaced (--replace): the new pager adopts the descriptor and
+ * the page states and serves on; every page read right, no vCPU fails.
+ */
+static void test_pager_replaced(void **state)
+{
+	const char *n = huge(state) ? "32" : "256";
+	char want[64];
+
+	snprintf(want, sizeof(want), "%s read, 0 wrong, 0 vCPUs got SIGBUS", n);
+	expect(state, (const char *const[]){ "--pages", n, "--threads", "4", "--kill-after",
+					      huge(state) ? "8" : "64", "--replace", NULL }, 0, want);
+}
+
 static void test_pager_stopped(void **state)
 {
 	expect(state, (const char *const[]){ "--pages", huge(state) ? "32" : "256",
@@ -128,6 +142,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		CROSS(test_pager_serves),
 		CROSS(test_pager_killed),
+		CROSS(test_pager_replaced),
 		CROSS(test_pager_stopped),
 		CROSS(test_pager_bad_path),
 	};

@@ -58,6 +58,7 @@ struct opts {
 	int kill_sig;		/* SIGKILL: it dies; SIGSTOP (--stop-after): it stops answering */
 	unsigned int stall_ms;
 	bool in_process;
+	bool replace;		/* a pager that dies is replaced, not failed */
 };
 
 struct vm;
@@ -80,7 +81,7 @@ struct vm {
 	pid_t pager;
 	int sock;
 	pthread_t watcher;
-	bool watching, finishing, lost;
+	bool watching, finishing, lost, replaced;
 	size_t touched;
 	uint64_t progress_ns;		/* when a read last completed */
 	uint64_t *lat;			/* per page, ns; 0 = not read */
@@ -119,8 +120,8 @@ static void lose_pager(struct vm *vm, const char *why)
 	if (__atomic_exchange_n(&vm->lost, true, __ATOMIC_ACQ_REL))
 		return;
 	fprintf(stderr, "uffdm-vmm: pager %s: failing the pages it never served\n", why);
-	if (vm->pager > 0)
-		kill(vm->pager, SIGKILL);
+	if (__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE) > 0)
+		kill(__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE), SIGKILL);
 	ret = uffdm_range_fail(vm->u, uffdm_region_view(vm->r), uffdm_region_size(vm->r),
 			       vm->page, 0);
 	if (ret)
@@ -146,6 +147,29 @@ static bool stalled(struct vm *vm)
 	return false;
 }
 
+static int spawn_pager(struct vm *vm, unsigned int flags);
+
+/*
+ * --replace: a new pager adopts the same userfaultfd and the page states
+ * (in the memfd this VMM owns), takes over what the dead one owned and
+ * serves on; every page it filled stays filled.  Once: a second death
+ * fails the pages, as without --replace.
+ */
+static bool replace_pager(struct vm *vm)
+{
+	int old = vm->sock;
+
+	if (!vm->o->replace || vm->replaced)
+		return false;
+	vm->replaced = true;
+	waitpid(__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE), NULL, 0);
+	if (spawn_pager(vm, WIRE_TAKEOVER))
+		return false;
+	close(old);
+	fprintf(stderr, "uffdm-vmm: pager died: a new pager took over\n");
+	return true;
+}
+
 /* The socket closing is the pager's death; a read waiting too long, its stall. */
 static void *watch(void *arg)
 {
@@ -158,9 +182,16 @@ static void *watch(void *arg)
 
 		if (n < 0 && errno != EINTR)
 			break;
-		if (n > 0 && read(vm->sock, &c, 1) <= 0) {
-			if (!__atomic_load_n(&vm->finishing, __ATOMIC_ACQUIRE))
-				lose_pager(vm, "closed its socket (died)");
+		if (n > 0 && read(pfd.fd, &c, 1) <= 0) {
+			if (__atomic_load_n(&vm->finishing, __ATOMIC_ACQUIRE))
+				break;
+			if (replace_pager(vm)) {
+				pfd.fd = __atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST);
+				if (__atomic_load_n(&vm->finishing, __ATOMIC_SEQ_CST))
+					shutdown(pfd.fd, SHUT_WR);
+				continue;
+			}
+			lose_pager(vm, "closed its socket (died)");
 			break;
 		}
 		if (n == 0 && stalled(vm)) {
@@ -185,8 +216,8 @@ static void touch_one(struct vcpu *c, size_t i)
 	__atomic_store_n(&c->touch_ns, 0, __ATOMIC_RELEASE);
 	c->bad += !ok;
 	if (__atomic_add_fetch(&vm->touched, 1, __ATOMIC_ACQ_REL) == vm->o->kill_after &&
-	    vm->pager > 0)
-		kill(vm->pager, vm->o->kill_sig);	/* the crash or the stall we test */
+	    __atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE) > 0)	/* the crash or the stall we test */
+		kill(__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE), vm->o->kill_sig);
 }
 
 /* A vCPU: reads its pages; SIGBUS ends it, as it would end a guest. */
@@ -258,39 +289,54 @@ static void exec_pager(const char *path, int sock, unsigned int threads)
 	_exit(127);
 }
 
-/* Start the pager, send it the memory, wait for it to serve. */
-static int start_pager(struct vm *vm)
+/* Start a pager, send it the memory, wait for it to serve. */
+static int spawn_pager(struct vm *vm, unsigned int flags)
 {
 	struct wire_hello w = {
 		.magic = WIRE_MAGIC, .version = WIRE_VERSION, .nfds = WIRE_NFDS,
 		.view = (uintptr_t)uffdm_region_view(vm->r), .size = uffdm_region_size(vm->r),
+		.flags = flags,
 	};
 	int fds[WIRE_NFDS], sv[2], ret;
+	pid_t pid;
 	char ready;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return skip_or_fail("socketpair", -errno);
 	fflush(NULL);
-	vm->pager = fork();
-	if (vm->pager < 0)
+	pid = fork();
+	if (pid < 0)
 		return skip_or_fail("fork", -errno);
-	if (vm->pager == 0)
+	if (pid == 0)
 		exec_pager(vm->o->pager, sv[1], 2);
 	close(sv[1]);
-	vm->sock = sv[0];
+	__atomic_store_n(&vm->pager, pid, __ATOMIC_RELEASE);
+	__atomic_store_n(&vm->sock, sv[0], __ATOMIC_SEQ_CST);
 	fds[WIRE_UFFD] = uffdm_fd(vm->u);
 	fds[WIRE_MEMFD] = uffdm_region_fd(vm->r);
 	fds[WIRE_SIGBUS] = uffdm_sigbus_fd(vm->u);
+	fds[WIRE_STATE] = uffdm_region_state_fd(vm->r);
 	if (fds[WIRE_SIGBUS] < 0)
 		return skip_or_fail("the SIGBUS descriptor", fds[WIRE_SIGBUS]);
-	ret = wire_send(vm->sock, fds, WIRE_NFDS, &w, sizeof(w));
+	if (fds[WIRE_STATE] < 0)
+		return skip_or_fail("the page states", fds[WIRE_STATE]);
+	ret = wire_send(sv[0], fds, WIRE_NFDS, &w, sizeof(w));
 	if (ret && ret != -EPIPE && ret != -ECONNRESET)
 		return skip_or_fail("sending the descriptors", ret);
 	/* a pager gone before the send is one that did not start */
-	if (ret || read(vm->sock, &ready, 1) != 1 || ready != WIRE_READY) {
+	if (ret || read(sv[0], &ready, 1) != 1 || ready != WIRE_READY) {
 		fprintf(stderr, "uffdm-vmm: the pager did not start (see its message)\n");
 		return 1;
 	}
+	return 0;
+}
+
+static int start_pager(struct vm *vm)
+{
+	int ret = spawn_pager(vm, 0);
+
+	if (ret)
+		return ret;
 	ret = -pthread_create(&vm->watcher, NULL, watch, vm);
 	if (ret)
 		return skip_or_fail("watcher thread", ret);
@@ -314,10 +360,14 @@ static void stop_serving(struct vm *vm)
 {
 	if (vm->h)
 		uffdm_handler_stop(vm->h, NULL);
-	if (vm->sock < 0)
+	if (__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST) < 0)
 		return;
-	__atomic_store_n(&vm->finishing, true, __ATOMIC_RELEASE);
-	shutdown(vm->sock, SHUT_WR);
+	/*
+	 * The watcher may be replacing the pager: this shuts the socket it
+	 * last set, or it sees finishing and shuts the new one itself.
+	 */
+	__atomic_store_n(&vm->finishing, true, __ATOMIC_SEQ_CST);
+	shutdown(__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST), SHUT_WR);
 	if (vm->watching)
 		pthread_join(vm->watcher, NULL);
 	else
@@ -356,9 +406,16 @@ static int run_vcpus(struct vm *vm)
 	size_t per = vm->o->pages / vm->o->threads;
 
 	for (unsigned int t = 0; t < vm->o->threads; t++) {
-		vm->cpu[t] = (struct vcpu){ .vm = vm, .first = t * per,
-			.n = t + 1 == vm->o->threads ? vm->o->pages - t * per : per };
-		if (pthread_create(&vm->cpu[t].tid, NULL, vcpu_run, &vm->cpu[t]))
+		struct vcpu *c = &vm->cpu[t];
+
+		/*
+		 * Field by field, never touch_ns: the watcher already runs and
+		 * reads it; it is 0 from calloc() until this vCPU's first read.
+		 */
+		c->vm = vm;
+		c->first = t * per;
+		c->n = t + 1 == vm->o->threads ? vm->o->pages - t * per : per;
+		if (pthread_create(&c->tid, NULL, vcpu_run, c))
 			return skip_or_fail("vCPU thread", -EAGAIN);
 	}
 	for (unsigned int t = 0; t < vm->o->threads; t++)
@@ -395,7 +452,8 @@ static int run_once(const struct opts *o, struct result *res)
 static void usage(void)
 {
 	fprintf(stderr, "usage: uffdm-vmm --pager PATH [--pages N] [--backing shmem|hugetlb] "
-		"[--threads T] [--kill-after K | --stop-after K] [--stall-ms MS] [--in-process] [--reps R]\n");
+		"[--threads T] [--kill-after K [--replace] | --stop-after K] [--stall-ms MS] [--in-process] "
+		"[--reps R]\n");
 	exit(2);
 }
 
@@ -411,12 +469,13 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "stall-ms", required_argument, NULL, 's' },
 		{ "in-process", no_argument, NULL, 'i' },
 		{ "reps", required_argument, NULL, 'r' },
+		{ "replace", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	int c;
 
 	*o = (struct opts){ .pages = 1024, .threads = 2, .stall_ms = 10000, .kill_sig = SIGKILL };
-	while ((c = getopt_long(argc, argv, "p:n:b:t:k:S:s:ir:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:b:t:k:S:s:ir:R", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': o->pager = optarg; break;
 		case 'n': o->pages = strtoul(optarg, NULL, 0); break;
@@ -429,6 +488,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 's': o->stall_ms = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'i': o->in_process = true; break;
 		case 'r': o->reps = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'R': o->replace = true; break;
 		case 'b':
 			if (!strcmp(optarg, "shmem"))
 				o->backing = UFFDM_SHMEM;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What the VMM sends its pager over a Unix socket, once: three descriptors
+ * What the VMM sends its pager over a Unix socket, once: four descriptors
  * (SCM_RIGHTS) and where the memory is.  Firecracker and Cloud Hypervisor
  * send the same things (their userfaultfd, the guest memory's file, the
  * regions with the VMM's addresses); the wire format is ours.
@@ -12,10 +12,16 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC	0x5247503331354bull	/* "K513PGR" */
-#define WIRE_VERSION	1
+#define WIRE_VERSION	2
 
-/* fds: [0] the userfaultfd, [1] the guest memory's memfd, [2] the SIGBUS descriptor */
-enum { WIRE_UFFD, WIRE_MEMFD, WIRE_SIGBUS, WIRE_NFDS };
+/*
+ * fds: [0] the userfaultfd, [1] the guest memory's memfd, [2] the SIGBUS
+ * descriptor, [3] the page states (uffdm_region_state_fd(3))
+ */
+enum { WIRE_UFFD, WIRE_MEMFD, WIRE_SIGBUS, WIRE_STATE, WIRE_NFDS };
+
+/* hello.flags: this pager replaces one that died (UFFDM_STATE_TAKEOVER) */
+#define WIRE_TAKEOVER	(1u << 0)
 
 struct wire_hello {
 	uint64_t magic;
@@ -23,6 +29,8 @@ struct wire_hello {
 	uint64_t view;		/* the registered view, in the VMM's address space */
 	uint64_t size;		/* bytes, from offset in the memfd */
 	uint64_t offset;
+	uint32_t flags;		/* WIRE_* */
+	uint32_t pad;
 };
 
 /* The pager's answer once it serves: one byte. */

@@ -266,13 +266,20 @@ typedef void (*uffdm_event_fn)(void *arg, const struct uffdm_event *ev);
 #define UFFDM_HANDLER_OUTSIDE_EVENT	(1u << 1)
 
 /*
+ * 0.3, event-loop mode: the library starts no thread (threads must be 0);
+ * the application polls uffdm_handler_fd() and calls uffdm_handler_serve()
+ * from its own loop.  Same fill-once contract and failure guarantee.
+ */
+#define UFFDM_HANDLER_EVENT_LOOP	(1u << 2)
+
+/*
  * The first five fields are 0.1's; binaries linked against 0.1 keep working
  * through the LIBUFFDMINOR_0.1 symbol versions.  reserved must be zero
  * (-EINVAL otherwise): later releases give it meaning without growing the
  * struct.
  */
 struct uffdm_handler_config {
-	unsigned int threads;	/* 1..64 */
+	unsigned int threads;	/* 1..64; 0 with UFFDM_HANDLER_EVENT_LOOP */
 	unsigned int flags;	/* UFFDM_HANDLER_* */
 	uffdm_fault_fn fault;
 	uffdm_event_fn event;	/* may be NULL */
@@ -304,7 +311,9 @@ struct uffdm_stats {
 	uint64_t callback_ns;		/* total time in fault callbacks (sampled 1 in 16) */
 	uint64_t ioctl_ns;		/* total time in resolving ioctls, sampled likewise */
 	uint64_t hist[UFFDM_STATS_BUCKETS];
-	uint64_t reserved[15];		/* zero; later releases fill it */
+	/* 0.3 */
+	uint64_t unserved;		/* pages never served that uffdm_handler_stop() failed */
+	uint64_t reserved[14];		/* zero; later releases fill it */
 };
 
 /* r may be NULL (0.2): start serving no region, add them with uffdm_handler_region_add(). */
@@ -392,6 +401,37 @@ enum uffdm_page_state {
 
 /* The state of the page at off (>= 0), or a negated errno. */
 int uffdm_region_page_state(const struct uffdm_region *r, size_t off);
+
+/* ---- 0.3 ------------------------------------------------------------- */
+
+/*
+ * Event-loop mode (UFFDM_HANDLER_EVENT_LOOP): the descriptor to poll for
+ * POLLIN (level-triggered: readable while faults or events are queued),
+ * and the call that serves what is ready, at most budget fault messages
+ * and events, without blocking: the number served (0: nothing was ready),
+ * -EBUSY (another thread is serving), -ESHUTDOWN (stopping), -EINVAL.
+ */
+int uffdm_handler_fd(const struct uffdm_handler *h);
+int uffdm_handler_serve(struct uffdm_handler *h, unsigned int budget);
+
+/*
+ * The application's pointer for a region (NULL until set), for the fault
+ * callback to find its own state from r without a lookup.
+ */
+void uffdm_region_set_user(struct uffdm_region *r, void *user);
+void *uffdm_region_user(const struct uffdm_region *r);
+
+/*
+ * Page states that outlive a page server: the VMM moves r's states into a
+ * memfd (returned; r keeps it, do not close it) to send with the
+ * userfaultfd; a page server maps it into its region of the same memory
+ * (on success r owns fd).  UFFDM_STATE_TAKEOVER: the previous server is
+ * gone; the pages it owned (filling, deferred) are empty again, and its
+ * faults already read are woken to fault again once the region is served.
+ */
+#define UFFDM_STATE_TAKEOVER	(1u << 0)
+int uffdm_region_state_fd(struct uffdm_region *r);
+int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags);
 
 #ifdef __cplusplus
 }

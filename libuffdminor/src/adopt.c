@@ -124,6 +124,7 @@ int uffdm_adopt(struct uffdm **out, int fd, uint64_t features, unsigned int flag
 	if (!u)
 		return -ENOMEM;
 	u->fd = fd;
+	u->fence_fd = -1;
 	u->features = granted;
 	u->ioctls = UFFDM_API_IOCTLS;
 	u->avail = p.features;
@@ -263,12 +264,61 @@ static int move_to_sigbus(struct uffdm *u, void *addr, size_t len, size_t page)
 }
 
 /*
- * Every page of [addr, addr+len) not mapped now faults with SIGBUS from
- * here on, and every thread waiting on one is woken into that SIGBUS.
- * The wake comes last whatever failed: a thread must never stay asleep.
+ * Whether a touch of the page at p would wait for a server: not mapped, or
+ * mapped uffd-wp write-protected (a write would).  A page mapped writable
+ * works without one and is kept.
+ */
+static bool waits(int pm, char *p, bool *mapped)
+{
+	bool wp;
+
+	*mapped = uffdm__page_mapped(pm, p, &wp);
+	return !*mapped || wp;
+}
+
+/*
+ * In this process: what a touch would wait for fails, by POISON where the
+ * page is not mapped (unless told not to), else by a fence (fence.c),
+ * runs of pages in one mapping.  No window: no page is ever unregistered.
+ */
+static int fail_local(struct uffdm *u, char *addr, size_t len, size_t page, bool poison)
+{
+	int pm = uffdm__pagemap_open(), ret = uffdm__fence_prepare(u);
+	char *run = NULL, *end = addr + len;
+
+	if (!ret && !uffdm__fence_usable(u))
+		ret = -EOPNOTSUPP;
+	for (char *p = addr; !ret && p <= end; p += page) {
+		bool mapped, fence = p < end && waits(pm, p, &mapped);
+
+		if (fence && !mapped && poison) {
+			ssize_t done = uffdm_poison(u, p, page, UFFDM_DONTWAKE);
+
+			fence = done == -EEXIST;	/* mapped meanwhile */
+			if (done < 0 && !fence)
+				ret = (int)done;
+		}
+		if (fence && !run)
+			run = p;
+		if (!fence && run) {
+			ret = uffdm__fence(u, run, (size_t)(p - run));
+			run = NULL;
+		}
+	}
+	if (pm >= 0)
+		close(pm);
+	return ret;
+}
+
+/*
+ * Every page of [addr, addr+len) a touch would wait on now (not mapped, or
+ * write-protected) faults with SIGBUS from here on, and every thread
+ * waiting on one is woken into that SIGBUS.  The wake comes last whatever
+ * failed: a thread must never stay asleep.
  */
 int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsigned int flags)
 {
+	bool poison;
 	int ret, woke;
 
 	if (!u || !page || (page & (page - 1)) || (uintptr_t)addr % page || len % page ||
@@ -277,8 +327,10 @@ int uffdm_range_fail(struct uffdm *u, void *addr, size_t len, size_t page, unsig
 	ret = uffdm__check_range(addr, len);
 	if (ret)
 		return ret;
-	ret = -EOPNOTSUPP;
-	if (!(flags & UFFDM_FAIL_SIGBUS_FD) && (u->avail & UFFD_FEATURE_POISON))
+	poison = !(flags & UFFDM_FAIL_SIGBUS_FD) && (u->avail & UFFD_FEATURE_POISON);
+	/* an adopted descriptor's mm is another process's: no fence there */
+	ret = u->adopted ? -EOPNOTSUPP : fail_local(u, addr, len, page, poison);
+	if (ret && poison)
 		ret = poison_holes(u, addr, len, page);
 	if (ret)
 		ret = move_to_sigbus(u, addr, len, page);

@@ -9,10 +9,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -23,7 +23,7 @@
 static __thread struct hthread *cur_thread;
 
 /* The handler thread running a callback right now on this thread, or NULL. */
-struct hthread *uffdm__current(const struct uffdm_handler *h)
+static struct hthread *current(const struct uffdm_handler *h)
 {
 	return cur_thread && cur_thread->h == h ? cur_thread : NULL;
 }
@@ -85,7 +85,7 @@ static void add(const struct hthread *t, uint64_t *w, uint64_t n)
 		__atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-void uffdm__count(struct hthread *t, enum counter c, uint64_t n)
+static void count(struct hthread *t, enum counter c, uint64_t n)
 {
 	add(t, &t->count[c], n);
 }
@@ -95,25 +95,25 @@ void uffdm__count(struct hthread *t, enum counter c, uint64_t n)
  * handler thread only the faults it samples (timing), from where its last
  * clock read left off.
  */
-uint64_t uffdm__step_start(struct hthread *t)
+static uint64_t step_start(struct hthread *t)
 {
 	if (t == t->h->ext)
 		return uffdm__now_ns();
 	return t->timing ? t->now : 0;
 }
 
-void uffdm__step_time(struct hthread *t, enum counter c, uint64_t t0)
+static void step_time(struct hthread *t, enum counter c, uint64_t t0)
 {
 	uint64_t now;
 
 	if (t == t->h->ext) {
-		uffdm__count(t, c, uffdm__now_ns() - t0);
+		count(t, c, uffdm__now_ns() - t0);
 		return;
 	}
 	if (!t->timing)
 		return;
 	now = uffdm__now_ns();
-	uffdm__count(t, c, (now - t0) * TIME_EVERY);
+	count(t, c, (now - t0) * TIME_EVERY);
 	t->now = now;
 	t->fresh = true;
 }
@@ -121,7 +121,7 @@ void uffdm__step_time(struct hthread *t, enum counter c, uint64_t t0)
 static void record_latency(struct hthread *t, uint64_t ns)
 {
 	add(t, &t->hist[hist_index(ns)], 1);
-	uffdm__count(t, C_LAT_SUM, ns);
+	count(t, C_LAT_SUM, ns);
 	if (ns > __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED))
 		__atomic_store_n(&t->max_ns, ns, __ATOMIC_RELAXED);
 }
@@ -169,20 +169,25 @@ static int check_region(const struct uffdm_region *r)
 }
 
 /*
- * A local view's failed pages move to a SIGBUS descriptor the region owns:
- * opened here, not on the fault path, so failing needs no allocation.
- * WP on shmem and hugetlbfs needs its feature asked for on that descriptor.
+ * A local view's failed pages are fenced (fence.c) from a memfd the
+ * descriptor owns; with EVENT_UNMAP (no fence) they move to a SIGBUS
+ * descriptor the region owns.  Both opened here, not on the fault path,
+ * so failing needs no descriptor.  WP on shmem and hugetlbfs needs its
+ * feature asked for on the SIGBUS descriptor.
  */
 static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 {
 	uint64_t feat = UFFD_FEATURE_SIGBUS | (h->u->avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
-
 	int ret;
 
 	if (r->sigbus)
 		return 0;
-	if (uffdm__region_local(r))
+	if (uffdm__region_local(r)) {
+		ret = uffdm__fence_prepare(h->u);
+		if (!ret && uffdm__fence_usable(h->u))
+			return 0;
 		return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
+	}
 	/* another mm's view: a descriptor of that mm, or nothing fails it but POISON */
 	ret = uffdm__sigbus_open(h->u, feat, &r->sigbus);
 	return !ret && !r->sigbus && !h->poison ? -EOPNOTSUPP : ret;
@@ -216,6 +221,11 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 	h->regions[pos] = r;
 	h->nregions++;
 	__atomic_store_n(&r->handler, h, __ATOMIC_RELEASE);
+	/* a taken-over region: the dead server's faults come back, to us */
+	if (r->rewake) {
+		r->rewake = false;
+		uffdm_wake(h->u, (void *)r->uaddr, r->size);
+	}
 out:
 	pthread_rwlock_unlock(&h->lock);
 	return pos < 0 ? pos : ret;
@@ -262,15 +272,61 @@ static bool is_fault(const struct uffdm_event *ev)
  * Nobody to hand a FORK's child descriptor to: close it, or it leaks (and
  * keeps the child's registered ranges waiting on a descriptor no one reads).
  */
-void uffdm__serve_event(struct hthread *t, const struct uffdm_event *ev)
+static void serve_event(struct hthread *t, const struct uffdm_event *ev)
 {
 	struct uffdm_handler *h = t->h;
 
-	uffdm__count(t, C_EVENTS, 1);
+	count(t, C_EVENTS, 1);
 	if (h->cfg.event)
 		h->cfg.event(h->cfg.arg, ev);
 	else if (ev->kind == UFFDM_EVENT_FORK && ev->fork_fd >= 0)
 		close(ev->fork_fd);
+}
+
+/* ---- what the page-state machine is given ------------------------------ */
+
+static void ps_count(void *who, enum counter c, uint64_t n)
+{
+	count(who, c, n);
+}
+
+static uint64_t ps_step_start(void *who)
+{
+	return step_start(who);
+}
+
+static void ps_step_time(void *who, enum counter c, uint64_t t0)
+{
+	step_time(who, c, t0);
+}
+
+static void ps_event(void *who, const struct uffdm_event *ev)
+{
+	serve_event(who, ev);
+}
+
+static const struct ps_ops ps_ops = {
+	.count = ps_count,
+	.step_start = ps_step_start,
+	.step_time = ps_step_time,
+	.event = ps_event,
+};
+
+/*
+ * Who serves now: the handler thread (or event loop) this runs on, whose
+ * spill takes the events read while resolving; else an application
+ * thread, counted in h->ext, with no spill.
+ */
+static void caller_init(struct ps_caller *c, struct uffdm_handler *h)
+{
+	struct hthread *t = current(h);
+
+	*c = (struct ps_caller){ .srv = &h->srv, .who = t ? t : h->ext };
+	if (t) {
+		c->spill = t->spill;
+		c->nspill = &t->nspill;
+		c->max = BATCH;
+	}
 }
 
 static enum counter kind_counter(enum uffdm_event_kind k)
@@ -292,30 +348,34 @@ static enum counter kind_counter(enum uffdm_event_kind k)
 static void serve_outside(struct hthread *t, const struct uffdm_event *ev)
 {
 	struct uffdm_handler *h = t->h;
+	struct ps_caller c;
 
-	uffdm__count(t, C_OUTSIDE, 1);
+	count(t, C_OUTSIDE, 1);
 	if (h->cfg.flags & UFFDM_HANDLER_OUTSIDE_EVENT) {
 		h->cfg.event(h->cfg.arg, ev);
 		return;
 	}
-	uffdm__count(t, C_FAILED, 1);
-	uffdm__fail_outside(t, ev->addr);
+	count(t, C_FAILED, 1);
+	caller_init(&c, h);
+	uffdm__ps_fail_outside(&c, h->sigbus, ev->addr);
 }
 
 static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 {
 	struct uffdm_handler *h = t->h;
 	struct uffdm_region *r;
+	struct ps_caller c;
 
 	t->fresh = false;
 	t->timing = t->nfaults++ % TIME_EVERY == 0;
-	uffdm__count(t, kind_counter(ev->kind), 1);
-	uffdm__count(t, C_MESSAGES, 1);
+	count(t, kind_counter(ev->kind), 1);
+	count(t, C_MESSAGES, 1);
 	/* Held across the callback: a region cannot leave while its page is served. */
 	pthread_rwlock_rdlock(&h->lock);
 	r = lookup(h, ev->addr);
+	caller_init(&c, h);
 	if (r)
-		uffdm__serve_page(t, r, ev);
+		uffdm__ps_serve(&c, r, ev);
 	else
 		serve_outside(t, ev);
 	pthread_rwlock_unlock(&h->lock);
@@ -330,7 +390,7 @@ static void serve(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
 	if (is_fault(ev))
 		serve_fault(t, ev, t0);
 	else
-		uffdm__serve_event(t, ev);
+		serve_event(t, ev);
 }
 
 /* Events read while resolving: served last-in first-out, each may spill more. */
@@ -344,13 +404,13 @@ static void serve_spill(struct hthread *t, uint64_t t0)
 	}
 }
 
-/* Serve one batch; 0 when nothing was queued. */
-static int serve_batch(struct hthread *t)
+/* Serve one batch of at most max events; 0 when nothing was queued. */
+static int serve_batch(struct hthread *t, unsigned int max)
 {
 	uint64_t t0;
 	int n;
 
-	n = uffdm_events_read(t->h->u, t->batch, BATCH, UFFDM_READ_NONBLOCK);
+	n = uffdm_events_read(t->h->u, t->batch, max < BATCH ? max : BATCH, UFFDM_READ_NONBLOCK);
 	if (n <= 0)
 		return 0;
 	t0 = uffdm__now_ns();
@@ -377,24 +437,67 @@ static void *handler_thread(void *arg)
 			break;
 		if (pfd[1].revents)
 			break;
-		serve_batch(t);
+		serve_batch(t, BATCH);
 	}
 	/* Stopping: what is already queued is served, never left asleep. */
-	while (serve_batch(t))
+	while (serve_batch(t, BATCH))
 		;
 	cur_thread = NULL;
 	return NULL;
+}
+
+/*
+ * Event-loop mode: the application's thread is the handler thread th[0]
+ * while it serves (the callbacks see it as their own handler's), one at a
+ * time.  It reads only what is ready; nothing here blocks.
+ */
+static int serve_ready(struct uffdm_handler *h, unsigned int budget)
+{
+	struct hthread *t = &h->th[0], *was = cur_thread;
+	unsigned int done = 0;
+	int n;
+
+	if (__atomic_exchange_n(&h->serving, true, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	cur_thread = t;
+	do {
+		n = serve_batch(t, budget - done);
+		done += (unsigned int)n;
+	} while (n > 0 && done < budget);
+	cur_thread = was;
+	__atomic_store_n(&h->serving, false, __ATOMIC_RELEASE);
+	return (int)done;
+}
+
+int uffdm_handler_serve(struct uffdm_handler *h, unsigned int budget)
+{
+	if (!h || !budget || !(h->cfg.flags & UFFDM_HANDLER_EVENT_LOOP))
+		return -EINVAL;
+	if (__atomic_load_n(&h->stopping, __ATOMIC_ACQUIRE))
+		return -ESHUTDOWN;
+	return serve_ready(h, budget > INT_MAX ? INT_MAX : budget);
+}
+
+int uffdm_handler_fd(const struct uffdm_handler *h)
+{
+	if (!h || !(h->cfg.flags & UFFDM_HANDLER_EVENT_LOOP))
+		return -EINVAL;
+	return h->u->fd;
 }
 
 /* ---- start, stats, stop ---------------------------------------------- */
 
 static int check_config(const struct uffdm *u, const struct uffdm_handler_config *cfg)
 {
+	bool loop = cfg && (cfg->flags & UFFDM_HANDLER_EVENT_LOOP);
+
 	if (!u || !cfg || !cfg->fault)
 		return -EINVAL;
-	if (!cfg->threads || cfg->threads > MAX_THREADS)
+	/* the application's loop is the one handler thread: the library starts none */
+	if (loop ? cfg->threads : !cfg->threads || cfg->threads > MAX_THREADS)
 		return -EINVAL;
-	if (cfg->flags & ~(UFFDM_HANDLER_SIGBUS_FD | UFFDM_HANDLER_OUTSIDE_EVENT))
+	if (cfg->flags & ~(UFFDM_HANDLER_SIGBUS_FD | UFFDM_HANDLER_OUTSIDE_EVENT |
+			   UFFDM_HANDLER_EVENT_LOOP))
 		return -EINVAL;
 	if ((cfg->flags & UFFDM_HANDLER_OUTSIDE_EVENT) && !cfg->event)
 		return -EINVAL;
@@ -417,6 +520,10 @@ static int prepare(struct uffdm_handler *h)
 		return -errno;
 	h->poison = !(h->cfg.flags & UFFDM_HANDLER_SIGBUS_FD) &&
 		    (h->u->avail & UFFD_FEATURE_POISON);
+	h->srv = (struct ps_server){
+		.u = h->u, .poison = h->poison, .fault = h->cfg.fault, .arg = h->cfg.arg,
+		.ops = &ps_ops,
+	};
 	if (h->poison)
 		return 0;
 	/* in u's mm: an adopted u's is a duplicate of the one it brought */
@@ -436,27 +543,11 @@ static void handler_free(struct uffdm_handler *h)
 	free(h);
 }
 
-/*
- * The library's threads take none of the application's signals: a
- * process-directed SIGINT or SIGALRM goes to a thread of the application,
- * whose handler may expect to run there (and to interrupt its own calls).
- */
-int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int ret;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(tid, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
-}
-
 int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uffdm_region *r,
 			const struct uffdm_handler_config *cfg)
 {
 	struct uffdm_handler *h;
+	unsigned int nth;
 	int ret;
 
 	if (!out)
@@ -464,8 +555,9 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	ret = check_config(u, cfg);
 	if (ret)
 		return ret;
-	/* th[threads] is the block application threads count into. */
-	h = calloc(1, sizeof(*h) + (cfg->threads + 1) * sizeof(h->th[0]));
+	/* th[nth] is the block application threads count into; th[0] an event loop's. */
+	nth = cfg->threads ? cfg->threads : 1;
+	h = calloc(1, sizeof(*h) + (nth + 1) * sizeof(h->th[0]));
 	if (!h)
 		return -ENOMEM;
 	/* Two readers of one descriptor would each fail the other's faults. */
@@ -476,8 +568,10 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 	h->u = u;
 	h->cfg = *cfg;
 	h->stop_fd = -1;
-	h->ext = &h->th[cfg->threads];
+	h->nth = nth;
+	h->ext = &h->th[nth];
 	h->ext->h = h;
+	h->th[0].h = h;
 	pthread_rwlock_init(&h->lock, NULL);
 	ret = prepare(h);
 	if (!ret && r)
@@ -496,6 +590,8 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 		uffdm__handler_stop(h, NULL);
 		return ret;
 	}
+	if (!cfg->threads)
+		h->started = 1;	/* th[0], the event loop's, counts */
 	*out = h;
 	return 0;
 }
@@ -520,11 +616,11 @@ static uint64_t percentile(const uint64_t *hist, uint64_t total, unsigned int pc
 static void sum_threads(const struct uffdm_handler *h, uint64_t *c, uint64_t *hist,
 			uint64_t *max)
 {
-	for (unsigned int i = 0; i <= h->cfg.threads; i++) {
+	for (unsigned int i = 0; i <= h->nth; i++) {
 		const struct hthread *t = &h->th[i];
 		uint64_t m = __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED);
 
-		if (i < h->cfg.threads && i >= h->started)
+		if (i < h->nth && i >= h->started)
 			continue;
 		for (int k = 0; k < C_NR; k++)
 			c[k] += __atomic_load_n(&t->count[k], __ATOMIC_RELAXED);
@@ -572,6 +668,7 @@ int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
 	st->mean_ns = total ? c[C_LAT_SUM] / total : 0;
 	st->callback_ns = c[C_CB_NS];
 	st->ioctl_ns = c[C_IOCTL_NS];
+	st->unserved = c[C_UNSERVED];
 	return 0;
 }
 
@@ -583,6 +680,7 @@ int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st)
  */
 int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 {
+	struct ps_caller c;
 	uint64_t one = 1;
 	int ret = 0;
 
@@ -591,14 +689,98 @@ int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st)
 	__atomic_store_n(&h->stopping, true, __ATOMIC_RELEASE);
 	if (h->stop_fd >= 0 && write(h->stop_fd, &one, sizeof(one)) < 0)
 		ret = -errno;
-	for (unsigned int i = 0; i < h->started; i++)
+	if (!h->cfg.threads) {
+		/* the loop's last turn, here: what is queued is served, never left asleep */
+		while (serve_ready(h, BATCH) == -EBUSY)
+			sched_yield();
+		while (serve_ready(h, BATCH) > 0)
+			;
+	}
+	for (unsigned int i = 0; i < h->cfg.threads && i < h->started; i++)
 		pthread_join(h->th[i].tid, NULL);
-	for (unsigned int i = 0; i < h->nregions; i++)
-		uffdm__fail_deferred(h, h->regions[i]);
+	caller_init(&c, h);
+	for (unsigned int i = 0; i < h->nregions; i++) {
+		uffdm__ps_fail_deferred(&c, h->regions[i]);
+		uffdm__ps_fail_unserved(&c, h->regions[i]);
+	}
 	if (st)
 		uffdm__handler_stats(h, st);
 	handler_free(h);
 	return ret;
+}
+
+/* ---- completion, claims, readahead: the handler checked, then the pages ---- */
+
+/* r is served by h: the page-state machine then checks the span. */
+static int check_owner(const struct uffdm_handler *h, const struct uffdm_region *r)
+{
+	return h && uffdm_region_handler(r) == h ? 0 : -EINVAL;
+}
+
+int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, int err)
+{
+	struct ps_caller c;
+	int ret = check_owner(h, r);
+
+	if (ret)
+		return ret;
+	caller_init(&c, h);
+	return uffdm__ps_complete(&c, r, off, len, err);
+}
+
+int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			unsigned int flags)
+{
+	int ret = check_owner(h, r);
+
+	if (!ret)
+		ret = uffdm__ps_check_span(r, off, r->page);
+	if (!ret && (flags & ~UFFDM_CLAIM_WAIT))
+		ret = -EINVAL;
+	if (ret)
+		return ret;
+	/* inside a callback a page in another callback is that callback's to fill */
+	return uffdm__ps_claim(r, off, (flags & UFFDM_CLAIM_WAIT) && !current(h));
+}
+
+/* Complete the claimed run [start, end); its pages filled or the fill's error. */
+static int flush_run(struct uffdm_handler *h, struct uffdm_region *r, size_t start, size_t end,
+		     int err)
+{
+	return start < end ? uffdm_handler_complete(h, r, start, end - start, err) : 0;
+}
+
+ssize_t uffdm_handler_fill(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
+			   size_t len, uffdm_fill_fn fill, void *arg)
+{
+	size_t start = off, filled = 0;
+	int ret = check_owner(h, r);
+
+	if (!ret)
+		ret = uffdm__ps_check_span(r, off, len);
+
+	if (ret || !fill)
+		return ret ? ret : -EINVAL;
+	for (size_t o = off; o < off + len; o += r->page) {
+		int err;
+
+		if (uffdm_handler_claim(h, r, o, 0) != UFFDM_CLAIM_EMPTY) {
+			flush_run(h, r, start, o, 0);
+			start = o + r->page;
+			continue;
+		}
+		err = fill(arg, r, o);
+		if (err) {
+			flush_run(h, r, start, o, 0);
+			flush_run(h, r, o, o + r->page, err < 0 ? err : -EIO);
+			start = o + r->page;
+			continue;
+		}
+		filled++;
+	}
+	flush_run(h, r, start, off + len, 0);
+	return (ssize_t)filled;
 }
 
 /* The 0.2 layouts are the default versions; src/compat.c keeps 0.1's. */

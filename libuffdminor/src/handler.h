@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What handler.c (threads, region table, stats) and pagestate.c (the
- * per-page fill-once state machine, mapping and failing pages) share.
+ * The handler (handler.c): threads or an application's event loop, the
+ * region table, counters.  It serves through the page-state machine
+ * (pagestate.h), which knows nothing of it.
  */
 #ifndef UFFDM_HANDLER_H
 #define UFFDM_HANDLER_H
@@ -9,6 +10,7 @@
 #include <pthread.h>
 
 #include "internal.h"
+#include "pagestate.h"
 
 #define BATCH		64
 #define TIME_EVERY	16
@@ -21,12 +23,6 @@
 #define HIST_SUB_BITS	4
 #define HIST_SUB	(1u << HIST_SUB_BITS)
 #define HIST_BUCKETS	(64 * HIST_SUB)
-
-enum counter {
-	C_MINOR, C_MISSING, C_WP, C_EVENTS, C_RESOLVED, C_FAILED, C_EEXIST, C_EAGAIN,
-	C_MESSAGES, C_FILLS, C_DUP, C_DEFERRED, C_COMPLETED, C_OUTSIDE, C_REQUEUED,
-	C_LAT_SUM, C_CB_NS, C_IOCTL_NS, C_NR
-};
 
 struct hthread {
 	pthread_t tid;
@@ -57,8 +53,11 @@ struct uffdm_handler {
 	struct uffdm_handler_config cfg;
 	int stop_fd;		/* eventfd: readable once stopping */
 	bool poison;		/* fail with UFFDIO_POISON, else a SIGBUS descriptor */
+	struct ps_server srv;	/* what the page-state machine serves with */
 	struct uffdm *sigbus;	/* without POISON: where faults outside every region go */
 	bool stopping;
+	bool serving;		/* event-loop mode: an application thread is in uffdm_handler_serve() */
+	unsigned int nth;	/* serving blocks th[0..nth): cfg.threads, or 1 (event loop) */
 	/* The regions served, sorted by uaddr; written under the lock. */
 	pthread_rwlock_t lock;
 	struct uffdm_region **regions;
@@ -74,23 +73,5 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
 int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
 uint64_t uffdm__now_ns(void);
-/* A timed step's start on t; then uffdm__step_time() adds its time to counter c. */
-uint64_t uffdm__step_start(struct hthread *t);
-void uffdm__step_time(struct hthread *t, enum counter c, uint64_t t0);
-void uffdm__count(struct hthread *t, enum counter c, uint64_t n);
-struct hthread *uffdm__current(const struct uffdm_handler *h);
-void uffdm__serve_event(struct hthread *t, const struct uffdm_event *ev);
-
-/* pagestate.c */
-/*
- * Tests only (test-zaprace.c links the static library; the shared one does
- * not export it): called between a run's "filled" and its mapping, the
- * window a zap can fall into.
- */
-extern void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t len);
-void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev);
-void uffdm__fail_outside(struct hthread *t, uint64_t addr);
-void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r);
-bool uffdm__region_busy(const struct uffdm_region *r);
 
 #endif

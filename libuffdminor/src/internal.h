@@ -17,6 +17,8 @@ struct uffdm {
 	/* adopt.c */
 	bool adopted;		/* from uffdm_adopt: its mm may be another process's */
 	struct uffdm *sigbus;	/* UFFD_FEATURE_SIGBUS descriptor in the same mm, or NULL */
+	/* fence.c: the empty memfd failed pages of this mm are mapped from, or -1 */
+	int fence_fd;
 };
 
 struct uffdm_region {
@@ -53,6 +55,11 @@ struct uffdm_region {
 	 * handler stops (closed by uffdm_region_destroy()).
 	 */
 	struct uffdm *sigbus;
+	void *user;			/* uffdm_region_set_user() */
+	/* 0.3: pstate lives in this memfd (uffdm_region_state_fd/adopt_state), mapped shared */
+	int state_fd;
+	bool state_shared;
+	bool rewake;		/* taken over: wake the dead server's waiters when served */
 };
 
 /* region.c: page state words */
@@ -85,8 +92,16 @@ int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
  */
 int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
-/* handler.c: a library thread, with every signal blocked */
+/* thread.c: a library thread, with every signal blocked */
 int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
+
+/* fence.c: failing pages of this process's views for good (see there) */
+int uffdm__fence_prepare(struct uffdm *u);
+bool uffdm__fence_usable(const struct uffdm *u);
+int uffdm__fence(struct uffdm *u, void *addr, size_t len);
+/* /proc/self/pagemap, or a negated errno; then whether a page is mapped (and uffd-wp). */
+int uffdm__pagemap_open(void);
+bool uffdm__page_mapped(int pm, const void *addr, bool *wp);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);

@@ -206,6 +206,7 @@ int uffdm_open(struct uffdm **out, unsigned int flags, uint64_t features)
 		return ret;
 	}
 	u->fd = fd;
+	u->fence_fd = -1;
 	u->flags = flags;
 	/* UFFDIO_API answers with every feature it knows; ours are the ones asked for. */
 	u->features = features & api.features;
@@ -221,6 +222,8 @@ void uffdm_close(struct uffdm *u)
 	if (!u)
 		return;
 	uffdm_close(u->sigbus);
+	if (u->fence_fd >= 0)
+		close(u->fence_fd);
 	close(u->fd);
 	free(u);
 }

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handler.h"
+#include "pagestate.h"
 
 /* Internal: a completion is mapping the page; reported as FILLING. */
 #define PS_COMPLETING	5u
@@ -35,31 +35,42 @@
  * once); svc_end() wakes them, and they fault again as fresh messages.
  */
 struct svc {
-	struct hthread *t;
-	struct uffdm_event *spill;
-	unsigned int *nspill, max;
+	const struct ps_caller *c;
 	uint64_t *parked;
 	size_t nparked, cap;
 };
 
-static void svc_init(struct svc *s, struct uffdm_handler *h)
+static void svc_init(struct svc *s, const struct ps_caller *c)
 {
-	struct hthread *t = uffdm__current(h);
+	*s = (struct svc){ .c = c };
+}
 
-	*s = (struct svc){ .t = t ? t : h->ext };
-	if (t) {
-		s->spill = t->spill;
-		s->nspill = &t->nspill;
-		s->max = BATCH;
-	}
+static struct uffdm *svc_u(const struct svc *s)
+{
+	return s->c->srv->u;
+}
+
+static void count(const struct svc *s, enum counter c, uint64_t n)
+{
+	s->c->srv->ops->count(s->c->who, c, n);
+}
+
+static uint64_t step_start(const struct svc *s)
+{
+	return s->c->srv->ops->step_start(s->c->who);
+}
+
+static void step_time(const struct svc *s, enum counter c, uint64_t t0)
+{
+	s->c->srv->ops->step_time(s->c->who, c, t0);
 }
 
 static void wake_fault(struct svc *s, uint64_t addr)
 {
 	size_t small = (size_t)sysconf(_SC_PAGESIZE);
 
-	uffdm__count(s->t, C_REQUEUED, 1);
-	uffdm_wake(s->t->h->u, (void *)(uintptr_t)(addr & ~(uint64_t)(small - 1)), small);
+	count(s, C_REQUEUED, 1);
+	uffdm_wake(svc_u(s), (void *)(uintptr_t)(addr & ~(uint64_t)(small - 1)), small);
 }
 
 /* Without room to park it (no memory), a fault is woken now, as before. */
@@ -100,16 +111,16 @@ static bool is_fault(const struct uffdm_event *ev)
  */
 static void svc_drain(struct svc *s)
 {
-	struct uffdm *u = s->t->h->u;
+	struct uffdm *u = svc_u(s);
 	struct uffdm_event buf[16];
 	int n;
 
-	uffdm__count(s->t, C_EAGAIN, 1);
-	if (s->max && *s->nspill < s->max) {
-		n = uffdm_events_read(u, s->spill + *s->nspill, s->max - *s->nspill,
+	count(s, C_EAGAIN, 1);
+	if (s->c->max && *s->c->nspill < s->c->max) {
+		n = uffdm_events_read(u, s->c->spill + *s->c->nspill, s->c->max - *s->c->nspill,
 				      UFFDM_READ_NONBLOCK);
 		if (n > 0)
-			*s->nspill += (unsigned int)n;
+			*s->c->nspill += (unsigned int)n;
 		else
 			sched_yield();	/* another thread is reading it */
 		return;
@@ -121,13 +132,13 @@ static void svc_drain(struct svc *s)
 		if (is_fault(&buf[i]))
 			park(s, buf[i].addr);
 		else
-			uffdm__serve_event(s->t, &buf[i]);
+			s->c->srv->ops->event(s->c->who, &buf[i]);
 	}
 }
 
 static void time_ioctl(struct svc *s, uint64_t t0)
 {
-	uffdm__step_time(s->t, C_IOCTL_NS, t0);
+	step_time(s, C_IOCTL_NS, t0);
 }
 
 static uint32_t *word(const struct uffdm_region *r, size_t off)
@@ -150,12 +161,14 @@ static bool cas(uint32_t *w, uint32_t *old, uint32_t new)
  * CONTINUE the whole run and wake its waiters.  EEXIST is per page (one
  * already mapped: CONTINUE then wakes no one, so we do) and the rest of
  * the run is still mapped; EAGAIN reads the pending event and retries.
+ * *mapped grows by the pages this CONTINUE mapped, not those found mapped.
  */
-static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
+static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
+		   size_t *mapped)
 {
-	struct uffdm *u = s->t->h->u;
+	struct uffdm *u = svc_u(s);
 	char *p = uaddr(r, off);
-	uint64_t t0 = uffdm__step_start(s->t);
+	uint64_t t0 = step_start(s);
 	ssize_t done;
 	int ret = 0;
 
@@ -164,8 +177,9 @@ static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len
 		if (done > 0) {
 			p += done;
 			len -= (size_t)done;
+			*mapped += (size_t)done / r->page;
 		} else if (done == -EEXIST) {
-			uffdm__count(s->t, C_EEXIST, 1);
+			count(s, C_EEXIST, 1);
 			uffdm_wake(u, p, r->page);
 			p += r->page;
 			len -= r->page;
@@ -183,11 +197,11 @@ static int map_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len
 /* Clearing write protection also wakes the threads waiting on it. */
 static int unprotect(struct svc *s, struct uffdm_region *r, size_t off, size_t len)
 {
-	uint64_t t0 = uffdm__step_start(s->t);
+	uint64_t t0 = step_start(s);
 	int ret;
 
 	for (;;) {
-		ret = uffdm_writeprotect(s->t->h->u, uaddr(r, off), len, false);
+		ret = uffdm_writeprotect(svc_u(s), uaddr(r, off), len, false);
 		if (ret != -EAGAIN)
 			break;
 		svc_drain(s);
@@ -196,9 +210,10 @@ static int unprotect(struct svc *s, struct uffdm_region *r, size_t off, size_t l
 	return ret;
 }
 
-static int poison_page(struct svc *s, char *p, size_t len)
+/* 0 poisoned (and woken), -EEXIST mapped (nobody woken), or the kernel's error. */
+static int poison_hole(struct svc *s, char *p, size_t len)
 {
-	struct uffdm *u = s->t->h->u;
+	struct uffdm *u = svc_u(s);
 	ssize_t done;
 
 	for (;;) {
@@ -207,9 +222,15 @@ static int poison_page(struct svc *s, char *p, size_t len)
 			break;
 		svc_drain(s);
 	}
-	if (done == -EEXIST)	/* mapped meanwhile: nothing to refuse */
-		return uffdm_wake(u, p, len);
 	return done < 0 ? (int)done : 0;
+}
+
+static int poison_page(struct svc *s, char *p, size_t len)
+{
+	int ret = poison_hole(s, p, len);
+
+	/* mapped meanwhile: nothing to refuse */
+	return ret == -EEXIST ? uffdm_wake(svc_u(s), p, len) : ret;
 }
 
 /*
@@ -239,30 +260,58 @@ static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t
 }
 
 /*
- * The page cannot be made right: its faulting threads get SIGBUS, now and
- * on every later touch.  POISON (6.6+) where it can: it cannot replace a
- * mapped page, so a refused write (WP) always takes the SIGBUS descriptor.
+ * One page fails for good.  POISON (6.6+) where it can: a page not mapped.
+ * A mapped page (a refused write, or a deferred WP page completed with an
+ * error) and every page without POISON: a fence in this process's view
+ * (fence.c), no window; only another process's view takes the SIGBUS
+ * descriptor and its window (see uffdm_handler_start(3)).
  */
+static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
+{
+	const struct ps_server *h = s->c->srv;
+	int ret;
+
+	if (h->poison && !wp) {
+		ret = poison_hole(s, p, r->page);
+		if (ret != -EEXIST)
+			return ret;
+		wp = true;	/* mapped: only a write faults on it */
+	}
+	if (uffdm__region_local(r) && uffdm__fence_usable(h->u))
+		return uffdm__fence(h->u, p, r->page);
+	if (r->sigbus)
+		return move_to_sigbus(h->u, r->sigbus, p, r->page, wp);
+	/*
+	 * A mapped page of another process's view, no SIGBUS descriptor of
+	 * that mm: nothing here can refuse a write.  Woken (a reader of a page
+	 * mapped meanwhile goes on), a writer faults once more and then sleeps
+	 * (see refused()) until that process fails the page: uffdm_range_fail(3)
+	 * there fences it and wakes it.
+	 */
+	uffdm_wake(h->u, p, r->page);
+	return -EOPNOTSUPP;
+}
+
+/* A page of r that failed: refused for good, or (see fail_page()) not. */
+static bool refused(const struct uffdm_region *r, const struct ps_server *h, bool wp)
+{
+	return !wp || r->sigbus || (uffdm__region_local(r) && uffdm__fence_usable(h->u));
+}
+
+/* The pages cannot be made right: their threads get SIGBUS, now and on every later touch. */
 static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
 {
-	struct uffdm_handler *h = s->t->h;
-	uint64_t t0 = uffdm__step_start(s->t);
+	uint64_t t0 = step_start(s);
 	int ret = 0;
 
 	for (size_t o = off; o < off + len; o += r->page) {
-		int one;
+		int one = fail_page(s, r, uaddr(r, o), wp);
 
-		if (!wp && h->poison)
-			one = poison_page(s, uaddr(r, o), r->page);
-		else if (r->sigbus)
-			one = move_to_sigbus(h->u, r->sigbus, uaddr(r, o), r->page, wp);
-		else	/* another process's view without POISON: nothing makes SIGBUS */
-			one = uffdm_wake(h->u, uaddr(r, o), r->page);
 		if (!ret)
 			ret = one;
 	}
 	time_ioctl(s, t0);
-	uffdm__count(s->t, C_FAILED, len / r->page);
+	count(s, C_FAILED, len / r->page);
 	return ret;
 }
 
@@ -309,7 +358,7 @@ static bool current(const struct uffdm_region *r, size_t off, size_t i, const ui
 static ssize_t map_current(struct svc *s, struct uffdm_region *r, size_t off, size_t len,
 			   const uint32_t *gen)
 {
-	struct uffdm *u = s->t->h->u;
+	struct uffdm *u = svc_u(s);
 	size_t n = len / r->page, mapped = 0;
 	int ret = 0;
 
@@ -328,9 +377,7 @@ static ssize_t map_current(struct svc *s, struct uffdm_region *r, size_t off, si
 			uffdm_wake(u, uaddr(r, off + i * r->page), (j - i) * r->page);
 			continue;
 		}
-		ret = map_run(s, r, off + i * r->page, (j - i) * r->page);
-		if (!ret)
-			mapped += j - i;
+		ret = map_run(s, r, off + i * r->page, (j - i) * r->page, &mapped);
 	}
 	pthread_rwlock_unlock(&r->zap_lock);
 	return ret ? ret : (ssize_t)mapped;
@@ -357,7 +404,7 @@ static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t 
 		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
 		return (int)done;
 	}
-	uffdm__count(s->t, C_RESOLVED, wp ? len / r->page : (size_t)done);
+	count(s, C_RESOLVED, wp ? len / r->page : (size_t)done);
 	return 0;
 }
 
@@ -365,17 +412,17 @@ static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t 
 static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 			     const struct uffdm_event *ev, uint32_t gen)
 {
-	struct uffdm_handler *h = s->t->h;
+	const struct ps_server *h = s->c->srv;
 	bool wp = ev->kind == UFFDM_EVENT_WP;
-	uint64_t t0 = uffdm__step_start(s->t);
+	uint64_t t0 = step_start(s);
 	uint32_t old;
 	int ret;
 
-	ret = h->cfg.fault(h->cfg.arg, r, off, ev);
-	uffdm__step_time(s->t, C_CB_NS, t0);
-	uffdm__count(s->t, C_FILLS, 1);
+	ret = h->fault(h->arg, r, off, ev);
+	step_time(s, C_CB_NS, t0);
+	count(s, C_FILLS, 1);
 	if (ret == UFFDM_FILL_LATER) {
-		uffdm__count(s->t, C_DEFERRED, 1);
+		count(s, C_DEFERRED, 1);
 		/* Fails harmlessly if completed or discarded meanwhile. */
 		old = gen | UFFDM_PAGE_FILLING;
 		cas(word(r, off), &old, gen | UFFDM_PAGE_DEFERRED);
@@ -395,7 +442,6 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 	size_t off = (size_t)(ev->addr - r->uaddr) & ~(r->page - 1);
 	bool wp = ev->kind == UFFDM_EVENT_WP;
 	uint32_t *w = word(r, off), old, gen;
-	struct hthread *t = sv->t;
 	struct svc *s = sv;
 	ssize_t done;
 
@@ -413,62 +459,61 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 			 * unprotect, no callback; map_current() only wakes if a
 			 * zap made the page empty meanwhile.
 			 */
-			uffdm__count(t, C_DUP, 1);
+			count(s, C_DUP, 1);
 			gen = GEN(old);
 			done = wp ? unprotect(s, r, off, r->page) : map_current(s, r, off, r->page, &gen);
 			if (done < 0)
 				fail_run(s, r, off, r->page, wp);
 			else
-				uffdm__count(t, C_RESOLVED, wp ? 1 : (size_t)done);
+				count(s, C_RESOLVED, wp ? 1 : (size_t)done);
 			return;
 		case UFFDM_PAGE_FAILED:
 			/* Queued before the failure; the failure woke it into SIGBUS already. */
-			uffdm__count(t, C_DUP, 1);
-			uffdm_wake(t->h->u, uaddr(r, off), r->page);
+			count(s, C_DUP, 1);
+			if (refused(r, s->c->srv, wp))
+				uffdm_wake(svc_u(s), uaddr(r, off), r->page);
 			return;
 		default:
 			/*
-			 * Filling, deferred or completing: the owner's CONTINUE wakes
-			 * this thread too.  A write fault on a page already mapped
-			 * would wait for no wake: let it refault until the page is
-			 * filled.
+			 * Filling, deferred or completing: the owner's end wakes
+			 * this thread too, a write fault included: unprotecting
+			 * wakes it, and so does a completion's CONTINUE (EEXIST on
+			 * the mapped page: woken, it refaults into FILLED) or a
+			 * failure.  It waits asleep; no refault loop.
 			 */
-			uffdm__count(t, C_DUP, 1);
-			if (wp) {
-				sched_yield();
-				uffdm_wake(t->h->u, uaddr(r, off), r->page);
-			}
+			count(s, C_DUP, 1);
 			return;
 		}
 	}
 }
 
-void uffdm__serve_page(struct hthread *t, struct uffdm_region *r, const struct uffdm_event *ev)
+void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
+		     const struct uffdm_event *ev)
 {
 	struct svc s;
 
-	svc_init(&s, t->h);
+	svc_init(&s, c);
 	serve_page(&s, r, ev);
 	svc_end(&s);
 }
 
 /* A fault outside every region: poison it or move it to the handler's SIGBUS descriptor. */
-void uffdm__fail_outside(struct hthread *t, uint64_t addr)
+void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus, uint64_t addr)
 {
 	static const size_t sizes[] = { 4096, 2UL << 20, 1UL << 30 };
-	struct uffdm_handler *h = t->h;
+	const struct ps_server *h = c->srv;
 	struct svc s;
 	int ret = -EINVAL;
 
-	svc_init(&s, h);
+	svc_init(&s, c);
 	/* The page size is not known: try each until one fits the mapping. */
 	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(sizes) && ret == -EINVAL; i++) {
 		char *p = (char *)(uintptr_t)(addr & ~(uint64_t)(sizes[i] - 1));
 
 		if (h->poison)
 			ret = poison_page(&s, p, sizes[i]);
-		else if (h->sigbus)
-			ret = move_to_sigbus(h->u, h->sigbus, p, sizes[i], false);
+		else if (sigbus)
+			ret = move_to_sigbus(h->u, sigbus, p, sizes[i], false);
 	}
 	if (ret)
 		uffdm_wake(h->u, (void *)(uintptr_t)(addr & ~4095ull), 4096);
@@ -486,11 +531,9 @@ bool uffdm__region_busy(const struct uffdm_region *r)
 	return false;
 }
 
-static int check_span(const struct uffdm_handler *h, const struct uffdm_region *r,
-		      size_t off, size_t len)
+int uffdm__ps_check_span(const struct uffdm_region *r, size_t off, size_t len)
 {
-	if (!h || !r || !r->pstate || uffdm_region_handler(r) != h || !len || off % r->page ||
-	    len % r->page)
+	if (!r || !r->pstate || !len || off % r->page || len % r->page)
 		return -EINVAL;
 	if (off > r->size || len > r->size - off)
 		return -ERANGE;
@@ -556,7 +599,7 @@ static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, siz
 
 	if (ret)
 		return ret;
-	uffdm__count(s->t, C_COMPLETED, n);
+	count(s, C_COMPLETED, n);
 	if (err) {
 		fail_run(s, r, off, n * r->page, false);
 		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED, false);
@@ -567,11 +610,11 @@ static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, siz
 }
 
 /* In chunks of 64 pages: all-or-nothing holds per chunk, checked whole first. */
-int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
-			   size_t len, int err)
+int uffdm__ps_complete(const struct ps_caller *c, struct uffdm_region *r, size_t off,
+		       size_t len, int err)
 {
 	struct svc s;
-	int ret = check_span(h, r, off, len);
+	int ret = uffdm__ps_check_span(r, off, len);
 
 	if (ret)
 		return ret;
@@ -585,7 +628,7 @@ int uffdm_handler_complete(struct uffdm_handler *h, struct uffdm_region *r, size
 		if (st == UFFDM_PAGE_FILLED || st == UFFDM_PAGE_FAILED || st == PS_COMPLETING)
 			return -EALREADY;
 	}
-	svc_init(&s, h);
+	svc_init(&s, c);
 	for (size_t o = off; o < off + len && !ret; o += 64 * r->page) {
 		size_t n = (off + len - o) / r->page;
 
@@ -602,17 +645,13 @@ static void pause_briefly(void)
 	nanosleep(&ts, NULL);
 }
 
-int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
-			unsigned int flags)
+int uffdm__ps_claim(struct uffdm_region *r, size_t off, bool wait)
 {
-	bool wait = (flags & UFFDM_CLAIM_WAIT) && !uffdm__current(h);
 	uint32_t *w, old;
-	int ret = check_span(h, r, off, r ? r->page : 0);
+	int ret = uffdm__ps_check_span(r, off, r ? r->page : 0);
 
 	if (ret)
 		return ret;
-	if (flags & ~UFFDM_CLAIM_WAIT)
-		return -EINVAL;
 	w = word(r, off);
 	old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 	for (;;) {
@@ -635,48 +674,12 @@ int uffdm_handler_claim(struct uffdm_handler *h, struct uffdm_region *r, size_t 
 	}
 }
 
-/* Complete the claimed run [start, end); its pages filled or the fill's error. */
-static int flush_run(struct uffdm_handler *h, struct uffdm_region *r, size_t start, size_t end,
-		     int err)
-{
-	return start < end ? uffdm_handler_complete(h, r, start, end - start, err) : 0;
-}
-
-ssize_t uffdm_handler_fill(struct uffdm_handler *h, struct uffdm_region *r, size_t off,
-			   size_t len, uffdm_fill_fn fill, void *arg)
-{
-	size_t start = off, filled = 0;
-	int ret = check_span(h, r, off, len);
-
-	if (ret || !fill)
-		return ret ? ret : -EINVAL;
-	for (size_t o = off; o < off + len; o += r->page) {
-		int err;
-
-		if (uffdm_handler_claim(h, r, o, 0) != UFFDM_CLAIM_EMPTY) {
-			flush_run(h, r, start, o, 0);
-			start = o + r->page;
-			continue;
-		}
-		err = fill(arg, r, o);
-		if (err) {
-			flush_run(h, r, start, o, 0);
-			flush_run(h, r, o, o + r->page, err < 0 ? err : -EIO);
-			start = o + r->page;
-			continue;
-		}
-		filled++;
-	}
-	flush_run(h, r, start, off + len, 0);
-	return (ssize_t)filled;
-}
-
 /* Stopping: deferred pages will never be completed; fail them so no thread sleeps. */
-void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
+void uffdm__ps_fail_deferred(const struct ps_caller *c, struct uffdm_region *r)
 {
 	struct svc s;
 
-	svc_init(&s, h);
+	svc_init(&s, c);
 	for (size_t o = 0; o < r->size; o += r->page) {
 		uint32_t *w = word(r, o), old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 		uint32_t gen = GEN(old);
@@ -687,4 +690,71 @@ void uffdm__fail_deferred(struct uffdm_handler *h, struct uffdm_region *r)
 		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
 	}
 	svc_end(&s);
+}
+
+/*
+ * Take the empty page at o for failing at stop, when a touch would wait on
+ * it (not mapped, or write-protected); *wp: it is mapped.  Another
+ * process's view is not ours to look at: only its holes, by POISON.
+ */
+static bool take_unserved(struct svc *s, struct uffdm_region *r, size_t o, bool local, int pm,
+			  bool *wp)
+{
+	uint32_t *w = word(r, o), old = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	bool mapped = false, prot = false;
+	int ret;
+
+	if (PS(old) != UFFDM_PAGE_EMPTY)
+		return false;
+	if (local)
+		mapped = uffdm__page_mapped(pm, uaddr(r, o), &prot);
+	if (mapped && !prot)
+		return false;
+	if (!cas(w, &old, GEN(old) | PS_COMPLETING))
+		return false;
+	*wp = mapped;
+	if (local)
+		return true;
+	ret = poison_hole(s, uaddr(r, o), r->page);
+	if (ret) {
+		__atomic_store_n(w, old, __ATOMIC_RELEASE);	/* mapped: it works */
+		return false;
+	}
+	count(s, C_UNSERVED, 1);
+	settle(r, o, r->page, &(uint32_t){ GEN(old) }, UFFDM_PAGE_FAILED, false);
+	return false;
+}
+
+/*
+ * Stopping: no one will serve r's empty pages any more, so a later touch
+ * would sleep for ever (and after uffdm_close() read stale data): they
+ * fail now, as pages of a server gone.  Pages mapped writable are kept.
+ * Then every waiter on r is woken: a fault queued after the threads left
+ * comes back to a failed page or a mapped one.
+ */
+void uffdm__ps_fail_unserved(const struct ps_caller *c, struct uffdm_region *r)
+{
+	const struct ps_server *h = c->srv;
+	bool local = uffdm__region_local(r);
+	int pm = local ? uffdm__pagemap_open() : -1;
+	struct svc s;
+
+	if (!local && !h->poison)
+		return;	/* nothing fails another process's page: documented */
+	svc_init(&s, c);
+	for (size_t o = 0; o < r->size; o += r->page) {
+		uint32_t gen;
+		bool wp;
+
+		if (!take_unserved(&s, r, o, local, pm, &wp))
+			continue;
+		gen = GEN(__atomic_load_n(word(r, o), __ATOMIC_ACQUIRE));
+		fail_page(&s, r, uaddr(r, o), wp);
+		count(&s, C_UNSERVED, 1);
+		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
+	}
+	svc_end(&s);
+	if (pm >= 0)
+		close(pm);
+	uffdm_wake(h->u, uaddr(r, 0), r->size);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -87,10 +88,27 @@ int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr)
 	return 0;
 }
 
+static size_t state_bytes(const struct uffdm_region *r)
+{
+	return r->size / r->page * sizeof(*r->pstate);
+}
+
+/* The states r keeps now, in private memory or in a shared memfd: gone. */
+static void drop_state(struct uffdm_region *r)
+{
+	if (r->state_shared) {
+		munmap(r->pstate, state_bytes(r));
+		close(r->state_fd);
+	} else {
+		free(r->pstate);
+	}
+	r->pstate = NULL;
+	r->state_shared = false;
+}
+
 void uffdm__region_fini_state(struct uffdm_region *r)
 {
-	free(r->pstate);
-	r->pstate = NULL;
+	drop_state(r);
 	if (r->lock_init)
 		pthread_rwlock_destroy(&r->zap_lock);
 	r->lock_init = false;
@@ -193,6 +211,100 @@ size_t uffdm_region_page_size(const struct uffdm_region *r)
 int uffdm_region_fd(const struct uffdm_region *r)
 {
 	return r ? r->fd : -EINVAL;
+}
+
+/* Written before the region is served, read by callbacks: the handler's lock orders them. */
+void uffdm_region_set_user(struct uffdm_region *r, void *user)
+{
+	if (r)
+		__atomic_store_n(&r->user, user, __ATOMIC_RELEASE);
+}
+
+void *uffdm_region_user(const struct uffdm_region *r)
+{
+	return r ? __atomic_load_n(&r->user, __ATOMIC_ACQUIRE) : NULL;
+}
+
+/*
+ * 0.3: page states that outlive the page server.  The VMM moves r's states
+ * into a memfd it owns and sends it with the userfaultfd; each page server
+ * maps it (uffdm_region_adopt_state()), so a replacement finds what its
+ * predecessor filled.  Not while a handler serves r: states never move
+ * under a fault.
+ */
+int uffdm_region_state_fd(struct uffdm_region *r)
+{
+	size_t len;
+	void *map;
+	int fd;
+
+	if (!r || !r->pstate)
+		return -EINVAL;
+	if (r->state_shared)
+		return r->state_fd;
+	if (uffdm_region_handler(r))
+		return -EBUSY;
+	len = state_bytes(r);
+	fd = memfd_create("uffdm-pagestate", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	map = ftruncate(fd, (off_t)len) ? MAP_FAILED : map_shared(fd, len);
+	if (map == MAP_FAILED) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	memcpy(map, r->pstate, len);
+	free(r->pstate);
+	r->pstate = map;
+	r->state_fd = fd;
+	r->state_shared = true;
+	return fd;
+}
+
+/*
+ * A page a dead server owned (filling, deferred, completing) has no owner
+ * left: empty again, in the same generation, for the new server to fill.
+ */
+static void take_over(struct uffdm_region *r)
+{
+	for (size_t i = 0; i < r->size / r->page; i++) {
+		uint32_t old = __atomic_load_n(&r->pstate[i], __ATOMIC_ACQUIRE);
+		unsigned int st = old & UFFDM_PS_MASK;
+
+		while (st != UFFDM_PAGE_EMPTY && st != UFFDM_PAGE_FILLED && st != UFFDM_PAGE_FAILED &&
+		       !__atomic_compare_exchange_n(&r->pstate[i], &old,
+						    (old & ~UFFDM_PS_MASK) | UFFDM_PAGE_EMPTY, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			st = old & UFFDM_PS_MASK;
+	}
+	r->rewake = true;
+}
+
+int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags)
+{
+	struct stat st;
+	void *map;
+
+	if (!r || !r->pstate || (flags & ~UFFDM_STATE_TAKEOVER))
+		return -EINVAL;
+	if (uffdm_region_handler(r))
+		return -EBUSY;
+	if (fstat(fd, &st))
+		return -errno;
+	if ((uint64_t)st.st_size != state_bytes(r))
+		return -EINVAL;	/* another region's states */
+	map = map_shared(fd, state_bytes(r));
+	if (map == MAP_FAILED)
+		return -errno;
+	drop_state(r);
+	r->pstate = map;
+	r->state_fd = fd;
+	r->state_shared = true;
+	if (flags & UFFDM_STATE_TAKEOVER)
+		take_over(r);
+	return 0;
 }
 
 /*

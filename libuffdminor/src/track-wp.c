@@ -31,6 +31,9 @@
 #define WP_BATCH 64
 
 struct track_wp {
+	uint8_t *view;
+	size_t size, page;
+	struct uffdm *u;	/* synchronous WP faults of the range */
 	pthread_t tid;
 	bool running;
 	pthread_mutex_t lock;	/* a fault's bit + unprotect vs collect's take + protect */
@@ -44,26 +47,25 @@ struct track_wp {
  * event (fork, mremap, remove, unmap) is unread, and this descriptor asks
  * for none of them.
  */
-static int protect(struct uffdm_tracker *t, uint8_t *addr, size_t len, bool wp)
+static int protect(struct track_wp *w, uint8_t *addr, size_t len, bool wp)
 {
-	return uffdm_writeprotect(t->u, addr, len, wp);
+	return uffdm_writeprotect(w->u, addr, len, wp);
 }
 
 /*
  * The bit before the unprotect, both under the lock: a page is writable
  * without a fault only while its bit is set in the bitmap collect will take.
  */
-static void wp_fault(struct uffdm_tracker *t, uint64_t addr)
+static void wp_fault(struct track_wp *w, uint64_t addr)
 {
-	struct track_wp *w = t->wp;
-	uint64_t off = addr - (uintptr_t)t->view;
+	uint64_t off = addr - (uintptr_t)w->view;
 	int ret;
 
-	if (addr < (uintptr_t)t->view || off >= t->size)
+	if (addr < (uintptr_t)w->view || off >= w->size)
 		return;
 	pthread_mutex_lock(&w->lock);
-	track_bit_set(w->bits, off / t->page);
-	ret = protect(t, t->view + off / t->page * t->page, t->page, false);
+	track_bit_set(w->bits, off / w->page);
+	ret = protect(w, w->view + off / w->page * w->page, w->page, false);
 	if (ret && !w->err)
 		w->err = ret;
 	pthread_mutex_unlock(&w->lock);
@@ -71,11 +73,11 @@ static void wp_fault(struct uffdm_tracker *t, uint64_t addr)
 
 static void *wp_thread(void *arg)
 {
-	struct uffdm_tracker *t = arg;
+	struct track_wp *w = arg;
 	struct uffdm_event ev[WP_BATCH];
 	struct pollfd pfd[2] = {
-		{ .fd = uffdm_fd(t->u), .events = POLLIN },
-		{ .fd = t->wp->stop_fd, .events = POLLIN },
+		{ .fd = uffdm_fd(w->u), .events = POLLIN },
+		{ .fd = w->stop_fd, .events = POLLIN },
 	};
 	int n;
 
@@ -87,10 +89,10 @@ static void *wp_thread(void *arg)
 		}
 		if (pfd[1].revents)
 			break;
-		n = uffdm_events_read(t->u, ev, WP_BATCH, UFFDM_READ_NONBLOCK);
+		n = uffdm_events_read(w->u, ev, WP_BATCH, UFFDM_READ_NONBLOCK);
 		for (int i = 0; i < n; i++)
 			if (ev[i].kind == UFFDM_EVENT_WP)
-				wp_fault(t, ev[i].addr);
+				wp_fault(w, ev[i].addr);
 	}
 	return NULL;
 }
@@ -100,71 +102,75 @@ static void *wp_thread(void *arg)
  * UFFD_FEATURE_WP_UNPOPULATED promises otherwise.  a caller may not have
  * written its memory before tracking: map every page anyway, so no kernel has a hole to skip.
  */
-static int populate(struct uffdm_tracker *t)
+static int populate(struct track_wp *w)
 {
-	return madvise(t->view, t->size, MADV_POPULATE_READ) ? -errno : 0;
+	return madvise(w->view, w->size, MADV_POPULATE_READ) ? -errno : 0;
 }
 
 /* Does a write to a protected page reach our thread?  It must, or nothing will. */
-static int self_test(struct uffdm_tracker *t)
+static int self_test(struct track_wp *w)
 {
-	struct track_wp *w = t->wp;
 	bool seen;
 	int ret;
 
-	track_write_same(t->view + 64);	/* the first record may be in use */
+	track_write_same(w->view + 64);	/* the first record may be in use */
 	pthread_mutex_lock(&w->lock);
 	seen = track_bit_get(w->bits, 0);
-	memset(w->bits, 0, track_bitmap_len(t));
-	ret = w->err ? w->err : protect(t, t->view, t->page, true);
+	memset(w->bits, 0, track_bits_len(w->size, w->page));
+	ret = w->err ? w->err : protect(w, w->view, w->page, true);
 	pthread_mutex_unlock(&w->lock);
 	return ret ? ret : seen ? 0 : -EOPNOTSUPP;
 }
 
-static int wp_alloc(struct uffdm_tracker *t)
+static int wp_alloc(struct track_wp **out, uint8_t *view, size_t size, size_t page)
 {
 	struct track_wp *w = calloc(1, sizeof(*w));
 
+	*out = w;
 	if (!w)
 		return -ENOMEM;
-	t->wp = w;
+	w->view = view;
+	w->size = size;
+	w->page = page;
 	pthread_mutex_init(&w->lock, NULL);
 	w->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (w->stop_fd < 0)
 		return -errno;
-	w->bits = calloc(1, track_bitmap_len(t));
+	w->bits = calloc(1, track_bits_len(w->size, w->page));
 	return w->bits ? 0 : -ENOMEM;
 }
 
-static int wp_arm(struct uffdm_tracker *t)
+static int wp_arm(struct track_wp *w)
 {
-	int ret = uffdm_open(&t->u, UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+	int ret = uffdm_open(&w->u, UFFDM_OPEN_NONBLOCK, UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 
 	if (!ret)
-		ret = populate(t);
+		ret = populate(w);
 	if (!ret)
-		ret = uffdm_range_register(t->u, t->view, t->size,
+		ret = uffdm_range_register(w->u, w->view, w->size,
 					   UFFDM_REGISTER_WP | UFFDM_REGISTER_NO_MINOR, NULL);
 	if (!ret)
-		ret = protect(t, t->view, t->size, true);
+		ret = protect(w, w->view, w->size, true);
 	if (!ret)
-		ret = uffdm__thread_start(&t->wp->tid, wp_thread, t);
+		ret = uffdm__thread_start(&w->tid, wp_thread, w);
 	if (!ret)
-		t->wp->running = true;
+		w->running = true;
 	return ret;
 }
 
 /* The probe is the start: a kernel without the feature fails it here. */
-int uffdm__wp_start(struct uffdm_tracker *t)
+int uffdm__wp_start(struct track_wp **out, uint8_t *view, size_t size, size_t page)
 {
-	int ret = wp_alloc(t);
+	int ret = wp_alloc(out, view, size, page);
 
 	if (!ret)
-		ret = wp_arm(t);
+		ret = wp_arm(*out);
 	if (!ret)
-		ret = self_test(t);
-	if (ret)
-		uffdm__wp_stop(t);
+		ret = self_test(*out);
+	if (ret) {
+		uffdm__wp_stop(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 
@@ -183,10 +189,9 @@ int uffdm__wp_start(struct uffdm_tracker *t)
  *    fall after our protect while its bit fell before our take.
  * The last look protects nothing again: the writers never resume here.
  */
-int uffdm__wp_collect(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
+int uffdm__wp_collect(struct track_wp *w, uint8_t *bitmap, bool last)
 {
-	struct track_wp *w = t->wp;
-	size_t n = track_bitmap_len(t);
+	size_t n = track_bits_len(w->size, w->page);
 	int ret;
 
 	pthread_mutex_lock(&w->lock);
@@ -195,7 +200,7 @@ int uffdm__wp_collect(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
 	memset(w->bits, 0, n);
 	ret = w->err;
 	if (!ret && !last)
-		ret = protect(t, t->view, t->size, true);
+		ret = protect(w, w->view, w->size, true);
 	pthread_mutex_unlock(&w->lock);
 	return ret;
 }
@@ -204,9 +209,8 @@ int uffdm__wp_collect(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
  * The thread first, so nothing lifts protection behind us; then lift it all,
  * which also wakes any writer still asleep on it (close would too).
  */
-void uffdm__wp_stop(struct uffdm_tracker *t)
+void uffdm__wp_stop(struct track_wp *w)
 {
-	struct track_wp *w = t->wp;
 	uint64_t one = 1;
 
 	if (!w)
@@ -217,16 +221,15 @@ void uffdm__wp_stop(struct uffdm_tracker *t)
 			;
 		pthread_join(w->tid, NULL);
 	}
-	if (t->u) {
-		protect(t, t->view, t->size, false);
-		uffdm_range_unregister(t->u, t->view, t->size);
-		uffdm_close(t->u);
-		t->u = NULL;
+	if (w->u) {
+		protect(w, w->view, w->size, false);
+		uffdm_range_unregister(w->u, w->view, w->size);
+		uffdm_close(w->u);
+		w->u = NULL;
 	}
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
 	pthread_mutex_destroy(&w->lock);
 	free(w->bits);
 	free(w);
-	t->wp = NULL;
 }

@@ -14,12 +14,30 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "track.h"
+
+struct uffdm_tracker {
+	enum uffdm_track_kind kind;
+	uint8_t *view;
+	size_t size, page;
+	struct uffdm *u;	/* pagemap-scan: WP_ASYNC; uffd-wp: synchronous WP */
+	struct track_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
+	int pagemap_fd;
+	int pagemap_err;	/* why pagemap_fd is -1 */
+	uint64_t *buf;
+	size_t buf_len;
+};
+
+static size_t track_bitmap_len(const struct uffdm_tracker *t)
+{
+	return track_bits_len(t->size, t->page);
+}
 
 /* PAGEMAP_SCAN (6.7, <linux/fs.h>): the system headers here may be older. */
 struct uffdm_page_region {
@@ -169,10 +187,43 @@ static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
 	case UFFDM_TRACK_SOFT_DIRTY:
 		return start_soft_dirty(t);
 	case UFFDM_TRACK_UFFD_WP:
-		return uffdm__wp_start(t);
+		return uffdm__wp_start(&t->wp, t->view, t->size, t->page);
 	default:
 		return 0;
 	}
+}
+
+/* A VmFlags line of smaps names uffd registrations: um, uw, ui. */
+static bool uffd_flags(const char *line)
+{
+	return strstr(line, " um") || strstr(line, " uw") || strstr(line, " ui");
+}
+
+/*
+ * Whether part of [addr, addr+len) is registered on a userfaultfd: memory
+ * a handler serves.  No kind can watch it from a second descriptor (its
+ * registration is EBUSY), and soft-dirty's probe would write into a page
+ * the handler owns.  Unreadable smaps: not known to be.
+ */
+static bool range_served(const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	bool in = false, served = false;
+
+	if (!f)
+		return false;
+	while (!served && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = s < hi && e > lo;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			served = uffd_flags(line);
+	}
+	fclose(f);
+	return served;
 }
 
 /* Without pagemap only the kinds that read it fail: uffd-wp needs none. */
@@ -216,6 +267,9 @@ int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, 
 	t->page = page;
 	t->kind = UFFDM_TRACK_NONE;
 	ret = open_pagemap(t);
+	/* 0.3: auto never falls to "none" in silence on memory a handler serves */
+	if (!ret && kind == UFFDM_TRACK_AUTO && range_served(addr, len))
+		ret = -EBUSY;
 	if (!ret && kind != UFFDM_TRACK_AUTO) {
 		ret = start_kind(t, kind);
 		t->kind = kind;
@@ -258,7 +312,7 @@ int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int
 	case UFFDM_TRACK_SOFT_DIRTY:
 		return soft_dirty(t, bitmap, last);
 	case UFFDM_TRACK_UFFD_WP:
-		return uffdm__wp_collect(t, bitmap, last);
+		return uffdm__wp_collect(t->wp, bitmap, last);
 	default:
 		memset(bitmap, 0xff, track_bitmap_len(t));
 		return 0;
@@ -269,7 +323,8 @@ void uffdm_tracker_stop(struct uffdm_tracker *t)
 {
 	if (!t)
 		return;
-	uffdm__wp_stop(t);
+	uffdm__wp_stop(t->wp);
+	t->wp = NULL;
 	if (t->u) {
 		uffdm_range_unregister(t->u, t->view, t->size);
 		uffdm_close(t->u);

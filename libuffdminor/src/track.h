@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Dirty tracking: what track.c and its synchronous uffd-wp kind (track-wp.c) share. */
+/*
+ * Dirty tracking: the helpers the front end (track.c) and its backends
+ * share, and the synchronous uffd-wp backend (track-wp.c), which knows
+ * nothing of the front end: it gets its range and owns its descriptor.
+ */
 #ifndef UFFDM_TRACK_H
 #define UFFDM_TRACK_H
 
@@ -7,21 +11,10 @@
 
 struct track_wp;
 
-struct uffdm_tracker {
-	enum uffdm_track_kind kind;
-	uint8_t *view;
-	size_t size, page;
-	struct uffdm *u;	/* pagemap-scan: WP_ASYNC; uffd-wp: synchronous WP */
-	struct track_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
-	int pagemap_fd;
-	int pagemap_err;	/* why pagemap_fd is -1 */
-	uint64_t *buf;
-	size_t buf_len;
-};
-
-static inline size_t track_bitmap_len(const struct uffdm_tracker *t)
+/* Bytes of a bitmap with one bit per page of size bytes. */
+static inline size_t track_bits_len(size_t size, size_t page)
 {
-	return (t->size / t->page + 7) / 8;
+	return (size / page + 7) / 8;
 }
 
 static inline void track_bit_set(uint8_t *b, uint64_t i)
@@ -47,9 +40,9 @@ static inline void track_write_same(void *p)
 	__atomic_fetch_add((uint64_t *)p, zero, __ATOMIC_SEQ_CST);
 }
 
-/* track-wp.c */
-int uffdm__wp_start(struct uffdm_tracker *t);
-int uffdm__wp_collect(struct uffdm_tracker *t, uint8_t *bitmap, bool last);
-void uffdm__wp_stop(struct uffdm_tracker *t);
+/* track-wp.c: [view, view+size) in pages of page bytes; *out NULL on failure */
+int uffdm__wp_start(struct track_wp **out, uint8_t *view, size_t size, size_t page);
+int uffdm__wp_collect(struct track_wp *w, uint8_t *bitmap, bool last);
+void uffdm__wp_stop(struct track_wp *w);
 
 #endif

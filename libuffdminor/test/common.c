@@ -217,6 +217,27 @@ int check_page(const void *page, size_t len, size_t i)
 	return w[0] == (0x5546464d00000000ull | i) && w[len / sizeof(*w) - 1] == ~(uint64_t)i;
 }
 
+static void *reader_run(void *arg)
+{
+	struct page_reader *t = arg;
+	size_t page = uffdm_region_page_size(t->r);
+
+	t->ok = check_page((char *)uffdm_region_view(t->r) + t->i * page, page, t->i);
+	return NULL;
+}
+
+void start_reader(struct page_reader *t, struct uffdm_region *r, size_t i)
+{
+	*t = (struct page_reader){ .r = r, .i = i };
+	assert_int_equal(pthread_create(&t->tid, NULL, reader_run, t), 0);
+}
+
+int join_reader(struct page_reader *t)
+{
+	pthread_join(t->tid, NULL);
+	return t->ok;
+}
+
 struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds)
 {
 	struct child_result res = { 0 };

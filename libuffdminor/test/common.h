@@ -8,6 +8,7 @@
 #ifndef UFFDM_TEST_COMMON_H
 #define UFFDM_TEST_COMMON_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -66,6 +67,17 @@ struct uffdm_probe probe(void);
 /* The pattern a test callback writes into page i, and the check of it. */
 void fill_page(void *page, size_t len, size_t i);
 int check_page(const void *page, size_t len, size_t i);
+
+/* A thread reading page i of r's view once and checking it (fill_page()'s pattern). */
+struct page_reader {
+	struct uffdm_region *r;
+	size_t i;
+	int ok;
+	pthread_t tid;
+};
+void start_reader(struct page_reader *t, struct uffdm_region *r, size_t i);
+/* Joins it: whether the page read right. */
+int join_reader(struct page_reader *t);
 
 /* Run fn in a forked child under an alarm() watchdog; its exit status or signal. */
 struct child_result {

@@ -75,10 +75,42 @@ static void test_counts(void **state)
 	put_region(r);
 }
 
+/*
+ * resolved is pages this handler mapped: a page found mapped already
+ * (EEXIST) is counted there, not here (0.2 counted it twice).  unserved:
+ * the pages uffdm_handler_stop() failed because nobody served them.
+ */
+static void test_resolved_unserved(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm *u = open_uffd(0, 0);
+	struct uffdm_region *r = registered_region(u, mc, 3, 0);
+	size_t page = uffdm_region_page_size(r);
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = slow_stamp };
+	struct uffdm_handler *h;
+	struct uffdm_stats st;
+
+	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
+	assert_int_equal(uffdm_handler_claim(h, r, 0, 0), UFFDM_CLAIM_EMPTY);
+	fill_page(uffdm_region_backing(r), page, 0);
+	/* mapped behind the handler's back: its CONTINUE finds it mapped */
+	assert_int_equal(uffdm_continue(u, uffdm_region_view(r), page, 0), (ssize_t)page);
+	assert_int_equal(uffdm_handler_complete(h, r, 0, page, 0), 0);
+	assert_int_equal(uffdm_handler_stop(h, &st), 0);
+	assert_int_equal(st.completed, 1);
+	assert_int_equal(st.resolved, 0);
+	assert_int_equal(st.eexist, 1);
+	assert_int_equal(st.unserved, 2);
+	assert_int_equal(st.failed, 0);
+	put_uffd(u);
+	put_region(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CROSS(test_counts),
+		CROSS(test_resolved_unserved),
 	};
 
 	return cmocka_run_group_tests_name("stats", tests, NULL, NULL);

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A page server replaced: the VMM (this process) keeps its userfaultfd and
+ * the page states in a memfd it owns (uffdm_region_state_fd); server A, a
+ * process, fills page 0, defers page 1 (it has read that fault) and is
+ * killed; server B adopts the same descriptor and the states with
+ * UFFDM_STATE_TAKEOVER and carries on.  Page 0 stays filled (B never fills
+ * it), the fault A had read on page 1 is served by B, page 2 too, every
+ * byte is right, and no page is filled twice.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define NPAGES 4
+
+struct shared {
+	int fills[NPAGES];	/* fills that returned 0, by any server */
+	int a_deferred;		/* server A has page 1 deferred */
+};
+
+struct server {
+	struct shared *sh;
+	bool is_a;
+};
+
+static int serve_cb(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	struct server *s = arg;
+	size_t page = uffdm_region_page_size(r);
+
+	(void)ev;
+	if (s->is_a && off / page == 1) {
+		__atomic_store_n(&s->sh->a_deferred, 1, __ATOMIC_RELEASE);
+		return UFFDM_FILL_LATER;	/* ... and A dies before completing it */
+	}
+	fill_page((char *)uffdm_region_backing(r) + off, page, off / page);
+	__atomic_add_fetch(&s->sh->fills[off / page], 1, __ATOMIC_ACQ_REL);
+	return 0;
+}
+
+/*
+ * A page server process: waits for "go" (both are forked while the VMM has
+ * no thread yet: a process forked from a threaded one may not start any),
+ * adopts what the VMM gives it, serves until told to quit (or killed).
+ */
+static void run_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
+		       struct shared *sh, bool is_a, int ctl)
+{
+	struct server s = { .sh = sh, .is_a = is_a };
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = serve_cb, .arg = &s };
+	struct uffdm_region *mine;
+	struct uffdm_handler *h;
+	struct uffdm *u;
+	char c;
+
+	if (read(ctl, &c, 1) != 1)	/* go, or the VMM is gone */
+		_exit(0);
+	if (uffdm_adopt(&u, dup(uffdm_fd(vmm)), 0, 0) ||
+	    uffdm_region_from_fd(&mine, uffdm_region_fd(r), 0, uffdm_region_size(r),
+				 (uintptr_t)uffdm_region_view(r), 0) ||
+	    uffdm_region_adopt_state(mine, dup(state_fd), is_a ? 0 : UFFDM_STATE_TAKEOVER) ||
+	    uffdm_handler_start(&h, u, mine, &cfg))
+		_exit(3);
+	if (read(ctl, &c, 1) < 0)	/* quit: A never gets past this, it is killed */
+		_exit(3);
+	_exit(uffdm_handler_stop(h, NULL) ? 4 : 0);
+}
+
+/* *ctl: one byte says go; closing it says quit. */
+static pid_t fork_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
+			 struct shared *sh, bool is_a, int *ctl)
+{
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(p[1]);
+		run_server(vmm, r, state_fd, sh, is_a, p[0]);
+	}
+	close(p[0]);
+	*ctl = p[1];
+	return pid;
+}
+
+static void go(int ctl)
+{
+	assert_int_equal(write(ctl, "g", 1), 1);
+}
+
+static void test_replace_server(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm *u = open_uffd(0, 0);
+	struct uffdm_region *r = registered_region(u, mc, NPAGES, 0);
+	size_t page = uffdm_region_page_size(r);
+	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct page_reader t0, t1, t2;
+	int state_fd = uffdm_region_state_fd(r), ctl_a, ctl_b, st;
+	pid_t a, b;
+
+	assert_true(sh != MAP_FAILED);
+	assert_true(state_fd >= 0);
+	assert_int_equal(uffdm_region_state_fd(r), state_fd);	/* the same, kept by r */
+	a = fork_server(u, r, state_fd, sh, true, &ctl_a);
+	b = fork_server(u, r, state_fd, sh, false, &ctl_b);
+	go(ctl_a);
+	start_reader(&t0, r, 0);
+	assert_true(join_reader(&t0));
+	start_reader(&t1, r, 1);
+	while (!__atomic_load_n(&sh->a_deferred, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	/* the VMM sees the states its servers change */
+	assert_int_equal(uffdm_region_page_state(r, 0), UFFDM_PAGE_FILLED);
+	assert_int_equal(uffdm_region_page_state(r, page), UFFDM_PAGE_DEFERRED);
+	kill(a, SIGKILL);
+	assert_int_equal(waitpid(a, &st, 0), a);
+	close(ctl_a);
+
+	go(ctl_b);
+	assert_true(join_reader(&t1));	/* the fault A had read, served by B */
+	start_reader(&t2, r, 2);
+	assert_true(join_reader(&t2));
+	close(ctl_b);
+	assert_int_equal(waitpid(b, &st, 0), b);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sh->fills[i], 1);	/* none twice, page 0 not again */
+	assert_int_equal(uffdm_region_unregister(u, r), 0);
+	munmap(sh, sizeof(*sh));
+	put_uffd(u);
+	put_region(r);
+}
+
+static void test_state_refused(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+	struct uffdm_region *r = make_region(mc, 2), *other = make_region(mc, 1);
+	int fd = uffdm_region_state_fd(r);
+
+	assert_true(fd >= 0);
+	assert_int_equal(uffdm_region_state_fd(NULL), -EINVAL);
+	assert_int_equal(uffdm_region_adopt_state(other, fd, 0), -EINVAL);	/* size */
+	assert_int_equal(uffdm_region_adopt_state(other, fd, 4), -EINVAL);	/* flags */
+	put_region(other);
+	put_region(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		CROSS(test_replace_server),
+		CROSS(test_state_refused),
+	};
+
+	return cmocka_run_group_tests_name("replace", tests, NULL, NULL);
+}
