@@ -50,9 +50,11 @@ need_packages() {
 # only recommends the runtime); gnuplot: lm --plot and the benchmark plots;
 # libsodium-dev: lm's key handshake (the guest gets libsodium.so via ldd).
 # python3: lm-qemu-anchor, the QMP driver (standard library only).
+# git, rsync, xfsprogs, btrfs-progs: fanwatch's rebuild-the-tree tests
+# (workloads, and the xfs/btrfs loop images; a missing one is a skip).
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
 	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev
-	python3)
+	python3 git rsync xfsprogs btrfs-progs)
 # shellcheck disable=SC2034
 K513_KERNEL_PACKAGES=(bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync
 	busybox-static qemu-system-x86)
