@@ -284,6 +284,45 @@ static int mark_dir(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 	return 0;
 }
 
+/*
+ * Filesystems whose directories count their subdirectories in st_nlink
+ * (2 + subdirectories): a directory with 2 has none, and setup need not
+ * list it.  Not btrfs (always 1), nor anything unknown.
+ */
+static bool counts_subdirs(long type)
+{
+	switch ((unsigned long)type) {
+	case 0xEF53:		/* ext2/3/4 */
+	case 0x58465342:	/* xfs */
+	case 0x01021994:	/* tmpfs */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The fsid of the directory fd refers to: its parent's when it is on the
+ * same mount (statfs costs a per-CPU counter sum on ext4), else statfs.
+ */
+static int fd_fsid(int fd, const struct fw_dir *parent, int mnt,
+		   int32_t fsid[2], bool *nlink_ok)
+{
+	struct statfs sf;
+
+	if (parent && parent->mnt_id == mnt) {
+		fsid[0] = parent->fsid[0];
+		fsid[1] = parent->fsid[1];
+		*nlink_ok = parent->nlink_ok;
+		return 0;
+	}
+	if (fstatfs(fd, &sf))
+		return -1;
+	memcpy(fsid, &sf.f_fsid, 2 * sizeof(int32_t));
+	*nlink_ok = counts_subdirs(sf.f_type);
+	return 0;
+}
+
 /* Is the directory fd refers to (handle fh) the one wanted? */
 static bool is_wanted(int fd, const int32_t fsid[2], const struct file_handle *fh,
 		      const struct fw_want *w)
@@ -310,7 +349,8 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
 	unsigned int flags = FW_MARK_ADD | (isfile ? 0 : FW_MARK_ONLYDIR);
 	uint64_t mask = c->markmask;
-	struct statfs sf;
+	int32_t fsid[2];
+	bool nlink_ok = false;
 	struct fw_dir *d;
 	int mnt, err = 0;
 
@@ -318,9 +358,10 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		mask = (c->o->events & FW_FILE_MASK) | FW_DELETE_SELF | FW_MOVE_SELF;
 		flags |= c->o->no_deref ? FW_MARK_DONT_FOLLOW : 0;
 	}
-	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) || fstatfs(fd, &sf))
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) ||
+	    fd_fsid(fd, parent, mnt, fsid, &nlink_ok))
 		err = errno;
-	else if (!is_wanted(fd, (int32_t *)&sf.f_fsid, &h.fh, want))
+	else if (!is_wanted(fd, fsid, &h.fh, want))
 		err = ENOENT;
 	else if (isfile ? fanotify_mark(c->fan, flags, mask, AT_FDCWD, name) :
 		 mark_dir(c, parent, name, fd, flags, mask, &h.fh))
@@ -336,16 +377,18 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		free(p);
 		return NULL;
 	}
-	d = fw_dirmap_find(&c->map, (int32_t *)&sf.f_fsid, &h.fh);
+	d = fw_dirmap_find(&c->map, fsid, &h.fh);
 	if (d) {
 		errno = EEXIST;	/* already watched (bind mount, repeated root) */
 		return NULL;
 	}
-	d = fw_dir_new((int32_t *)&sf.f_fsid, &h.fh, fd, parent, name, name);
+	d = fw_dir_new(fsid, &h.fh, fd, parent, name, name);
 	if (!d || fw_dirmap_insert(&c->map, d)) {
 		fw_err("out of memory");
 		exit(1);
 	}
+	d->mnt_id = mnt;
+	d->nlink_ok = nlink_ok;
 	if (isfile) {
 		d->is_file = true;
 		if (d->pathlen > 1 && d->path[d->pathlen - 1] == '/')
@@ -460,6 +503,21 @@ static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *nam
 	c->pending = p;
 }
 
+/*
+ * Setup lists a directory only to find its subdirectories: where st_nlink
+ * counts them, one with none need not be listed.  Read after the mark, so
+ * one made since is reported by its event.
+ */
+static bool no_subdirs(struct fw_ctx *c, struct fw_dir *d)
+{
+	struct stat st;
+	int fd;
+
+	if (!d->nlink_ok || (fd = fw_dir_fd(&c->map, d)) < 0)
+		return false;
+	return !fstat(fd, &st) && st.st_nlink == 2;
+}
+
 void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 	      const struct fw_want *want, bool report)
 {
@@ -468,9 +526,9 @@ void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 	if (!c->o->recursive || fw_excluded(c, parent, name))
 		return;
 	d = fw_watch_dir(c, parent, name, want);
-	if (d)
+	if (d && (report || c->o->rescan || !no_subdirs(c, d)))
 		fw_scan(c, d, report);
-	else if (errno == ESTALE)
+	else if (!d && errno == ESTALE)
 		watch_later(c, parent, name, want, report);
 }
 
