@@ -322,6 +322,22 @@ int main(int argc, char **argv)
 	qsort(paths, npaths, sizeof(*paths), cmp);
 	for (i = 0; i < npaths; i++)
 		fwrite(paths[i], strlen(paths[i]) + 1, 1, stdout);
+	for (i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(paths);
+	while (root.child) {
+		struct node *c = root.child;
+
+		root.child = c->next;
+		free_tree(c);
+	}
+	while (parked) {
+		struct parked *p = parked;
+
+		parked = p->next;
+		free_tree(p->n);
+		free(p);
+	}
 	if (overflowed)
 		fprintf(stderr, "fw-rebuild: %d queue overflows in the stream\n", overflowed);
 	return overflowed ? 3 : 0;
