@@ -285,11 +285,13 @@ static int mark_dir(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 }
 
 /*
- * Filesystems whose directories count their subdirectories in st_nlink
- * (2 + subdirectories): a directory with 2 has none, and setup need not
- * list it.  Not btrfs (always 1), nor anything unknown.
+ * Filesystems with one fsid for the whole mount (no subvolumes) whose
+ * directories count their subdirectories in st_nlink (2 + subdirectories):
+ * a directory with 2 has none, and setup need not list it.  Not btrfs
+ * (subvolumes have their own fsid; a directory's st_nlink is always 1),
+ * nor anything unknown.
  */
-static bool counts_subdirs(long type)
+static bool is_simple_fs(long type)
 {
 	switch ((unsigned long)type) {
 	case 0xEF53:		/* ext2/3/4 */
@@ -303,23 +305,24 @@ static bool counts_subdirs(long type)
 
 /*
  * The fsid of the directory fd refers to: its parent's when it is on the
- * same mount (statfs costs a per-CPU counter sum on ext4), else statfs.
+ * same mount of a simple filesystem (statfs costs a per-CPU counter sum on
+ * ext4), else statfs.
  */
 static int fd_fsid(int fd, const struct fw_dir *parent, int mnt,
-		   int32_t fsid[2], bool *nlink_ok)
+		   int32_t fsid[2], bool *simple_fs)
 {
 	struct statfs sf;
 
-	if (parent && parent->mnt_id == mnt) {
+	if (parent && parent->simple_fs && parent->mnt_id == mnt) {
 		fsid[0] = parent->fsid[0];
 		fsid[1] = parent->fsid[1];
-		*nlink_ok = parent->nlink_ok;
+		*simple_fs = parent->simple_fs;
 		return 0;
 	}
 	if (fstatfs(fd, &sf))
 		return -1;
 	memcpy(fsid, &sf.f_fsid, 2 * sizeof(int32_t));
-	*nlink_ok = counts_subdirs(sf.f_type);
+	*simple_fs = is_simple_fs(sf.f_type);
 	return 0;
 }
 
@@ -350,7 +353,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	unsigned int flags = FW_MARK_ADD | (isfile ? 0 : FW_MARK_ONLYDIR);
 	uint64_t mask = c->markmask;
 	int32_t fsid[2];
-	bool nlink_ok = false;
+	bool simple_fs = false;
 	struct fw_dir *d;
 	int mnt, err = 0;
 
@@ -359,7 +362,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		flags |= c->o->no_deref ? FW_MARK_DONT_FOLLOW : 0;
 	}
 	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) ||
-	    fd_fsid(fd, parent, mnt, fsid, &nlink_ok))
+	    fd_fsid(fd, parent, mnt, fsid, &simple_fs))
 		err = errno;
 	else if (!is_wanted(fd, fsid, &h.fh, want))
 		err = ENOENT;
@@ -388,7 +391,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		exit(1);
 	}
 	d->mnt_id = mnt;
-	d->nlink_ok = nlink_ok;
+	d->simple_fs = simple_fs;
 	if (isfile) {
 		d->is_file = true;
 		if (d->pathlen > 1 && d->path[d->pathlen - 1] == '/')
@@ -513,7 +516,7 @@ static bool no_subdirs(struct fw_ctx *c, struct fw_dir *d)
 	struct stat st;
 	int fd;
 
-	if (!d->nlink_ok || (fd = fw_dir_fd(&c->map, d)) < 0)
+	if (!d->simple_fs || (fd = fw_dir_fd(&c->map, d)) < 0)
 		return false;
 	return !fstat(fd, &st) && st.st_nlink == 2;
 }
