@@ -215,9 +215,15 @@ struct fw_dir *fw_dirmap_find(const struct fw_dirmap *m, const int32_t fsid[2],
 	return NULL;
 }
 
+/*
+ * Twice the buckets.  Only the table changes: the fd cache (its LRU list,
+ * count and bound) stays as it is; resetting it with the table once left
+ * a bound of 0 and cached fds outside the list, so every directory
+ * inserted after the first growth evicted its own parent.
+ */
 static int grow(struct fw_dirmap *m)
 {
-	struct fw_dirmap n = { .nbucket = m->nbucket * 2, .count = m->count };
+	struct fw_dirmap n = { .nbucket = m->nbucket * 2 };
 	size_t i;
 
 	n.bucket = calloc(n.nbucket, sizeof(*n.bucket));
@@ -235,7 +241,8 @@ static int grow(struct fw_dirmap *m)
 		}
 	}
 	free(m->bucket);
-	*m = n;
+	m->bucket = n.bucket;
+	m->nbucket = n.nbucket;
 	return 0;
 }
 

@@ -33,6 +33,8 @@ struct fw_dir {
 	bool is_file;				/* a file given as target */
 	bool leaving;				/* MOVED_FROM seen, no MOVED_TO yet */
 	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
+	int mnt_id;				/* from name_to_handle_at */
+	bool simple_fs;				/* ext2/3/4, xfs or tmpfs: see walk.c */
 	int32_t fsid[2];
 	int handle_type;
 	unsigned int handle_bytes;

@@ -26,6 +26,22 @@ static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 }
 
 /*
+ * Adopt the directory the event names (by handle, 5.17+), never another
+ * one that has its name by the time the event is read.
+ */
+static void adopt_child(struct fw_ctx *c, const struct fw_raw *ev,
+			struct fw_dir *parent, const char *name)
+{
+	struct fw_want w = { .fh = ev->child.fh };
+
+	if (!c->have_target || !ev->child.fsid)
+		return fw_adopt(c, parent, name, NULL, true);
+	w.fsid[0] = ev->child.fsid[0];
+	w.fsid[1] = ev->child.fsid[1];
+	fw_adopt(c, parent, name, &w, true);
+}
+
+/*
  * The watched subdirectory a dirent event is about.  With
  * FAN_REPORT_TARGET_FID (5.17+) the event names it by handle, and a handle
  * we do not know is a directory we do not watch: never guess by name, or
@@ -133,7 +149,7 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 	if (n && n->parent && !fw_dir_reparent(n, d, name))
 		n->leaving = false;	/* it moved within the tree */
 	else if (!n)
-		fw_adopt(c, d, name, true);
+		adopt_child(c, ev, d, name);
 }
 
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
@@ -156,7 +172,7 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		if (!isdir)
 			continue;
 		if (b == FW_CREATE) {
-			fw_adopt(c, d, name, true);
+			adopt_child(c, ev, d, name);
 		} else if (b == FW_MOVED_TO) {
 			moved_here(c, ev, d, name, self);
 		} else if (b == FW_MOVED_FROM && (s = subdir(c, ev, d, name))) {
@@ -296,7 +312,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	else if (s)
 		fw_unwatch_tree(c, s);		/* it left the watched tree */
 	else if (nd)
-		fw_adopt(c, nd, nn, true);	/* it came in: report what it holds */
+		adopt_child(c, ev, nd, nn);	/* it came in: report what it holds */
 }
 
 static void overflow(struct fw_ctx *c)

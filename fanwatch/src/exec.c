@@ -3,14 +3,25 @@
  * --exec: collect the changed paths, wait until the tree has been quiet
  * for --settle ms, run the command once with them; at most one run at a
  * time, changes during a run queue one more (or restart it with
- * --restart).  A command that changes files it watches would loop.  The
- * listener is not told which process made a change (an unprivileged
- * group gets pid 0 for others' events), so a rerun is not started when
- * every path that changed during a run also changed during the run before
- * (the command rewrites the same files), nor after MAX_CHAIN runs in a
- * row that only changes made during the run before had started (it makes
- * new names each time: timestamped files, temporaries renamed into
- * place); that is said once, naming a path to put in --ignore-file.
+ * --restart).
+ *
+ * A command that changes files it watches would loop.  The kernel does
+ * not say who made a change (an unprivileged listener gets pid 0 for
+ * every process but itself), so the command's writes cannot be told from
+ * the user's by the event.  They are told by their result: when a run
+ * ends, each path that changed during it is fingerprinted (whether it
+ * exists, its type, size and a hash of its bytes).  A change is the
+ * command's own, and starts no run, when the path now has the very
+ * fingerprint it had after the last run that changed it (the command
+ * wrote the same bytes again), or when it was created during the run and
+ * is gone again (a temporary).  Anything else (any edit that changes
+ * bytes, whoever made it) starts one more run: no edit is ever dropped.
+ * A command whose output differs every time (a timestamp) is never at a
+ * fixed point, and its writes look like a user saving during every run:
+ * after MAX_CHAIN runs in a row started only by changes made during the
+ * run before, the next such run waits twice as long as the last (up to
+ * MAX_BACKOFF ms), with one warning naming a path; it still runs.  A
+ * change made while no command runs ends the back-off.
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,17 +29,31 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "exec.h"
 #include "watch.h"
 
 #define MAX_ARGS 1000			/* beyond: FANWATCH_PATHS_DROPPED */
-#define MAX_CHAIN 2			/* self-started reruns in a row */
+#define MAX_CHAIN 8			/* chained runs before backing off */
+#define MAX_BACKOFF 30000		/* ms */
+#define HASH_MAX (16 << 20)		/* bytes hashed; beyond, size and mtime */
+
+/* What a path held when a run ended: all zero if it did not exist. */
+struct fprint {
+	uint64_t hash;
+	off_t size;
+	mode_t type;
+};
 
 struct pathset {
 	char **v;
+	struct fprint *fp;		/* per path, for X.last */
+	bool *born;			/* per path, for X.during: first event a creation */
 	size_t n, cap;
 };
 
@@ -39,14 +64,18 @@ static struct {
 	int64_t last_event;		/* ms, when a change last came */
 	int64_t kill_at;		/* --restart/stop: SIGKILL after SIGTERM */
 	struct pathset todo;		/* changes for the next run */
-	struct pathset during, prev;	/* changed while this / the last run ran */
+	struct pathset during;		/* changed while this run runs */
+	struct pathset last;		/* fingerprints left by the runs */
 	bool due;			/* a run is wanted */
 	bool idle_change;		/* a change came while nothing ran */
 	unsigned int chain;		/* runs in a row started only by changes
 					 * made during the run before */
+	int64_t backoff;		/* ms added to the settle time */
 	bool exited;			/* reaped; its last events not yet read */
+	bool stopping;			/* we ended it (Ctrl-C, SIGTERM, tty) */
 	int status;
-	bool warned_loop;
+	bool warned_loop, warned_tty;
+	bool lost;			/* the queue overflowed during this run */
 	int stop;			/* status to end with, +1; 0 = go on */
 } X;
 
@@ -58,29 +87,57 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static bool set_has(const struct pathset *s, const char *p)
+/* Index of p in s, or -1. */
+static long set_find(const struct pathset *s, const char *p)
 {
 	size_t i;
 
 	for (i = 0; i < s->n; i++)
 		if (!strcmp(s->v[i], p))
-			return true;
-	return false;
+			return (long)i;
+	return -1;
 }
 
-static void set_add(struct pathset *s, const char *p)
+/* Index of p, added if new; -1 if it cannot be. */
+static long set_add(struct pathset *s, const char *p)
 {
-	if (s->n > 4 * MAX_ARGS || set_has(s, p))
-		return;
-	if (s->n == s->cap) {
-		char **nv = realloc(s->v, (s->cap = s->cap ? 2 * s->cap : 64) * sizeof(*nv));
+	long i = set_find(s, p);
 
-		if (!nv)
-			return;
-		s->v = nv;
+	if (i >= 0 || s->n > 4 * MAX_ARGS)
+		return i;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		char **nv = realloc(s->v, cap * sizeof(*nv));
+		struct fprint *nf;
+		bool *nb;
+
+		if (nv)
+			s->v = nv;
+		nf = realloc(s->fp, cap * sizeof(*nf));
+		if (nf)
+			s->fp = nf;
+		nb = realloc(s->born, cap * sizeof(*nb));
+		if (nb)
+			s->born = nb;
+		if (!nv || !nf || !nb)
+			return -1;
+		s->cap = cap;
 	}
-	if ((s->v[s->n] = strdup(p)))
-		s->n++;
+	if (!(s->v[s->n] = strdup(p)))
+		return -1;
+	memset(&s->fp[s->n], 0, sizeof(s->fp[0]));
+	s->born[s->n] = false;
+	return (long)s->n++;
+}
+
+/* Drop entry i (order is not kept). */
+static void set_del(struct pathset *s, size_t i)
+{
+	free(s->v[i]);
+	s->n--;
+	s->v[i] = s->v[s->n];
+	s->fp[i] = s->fp[s->n];
+	s->born[i] = s->born[s->n];
 }
 
 static void set_clear(struct pathset *s)
@@ -89,17 +146,23 @@ static void set_clear(struct pathset *s)
 		free(s->v[--s->n]);
 }
 
-static void add_path(const char *dir, const char *name)
+static void add_path(const char *dir, const char *name, bool created)
 {
+	size_t n = X.during.n;
+	long i;
 	char *p;
 
 	if (asprintf(&p, "%s%s", dir, name) < 0)
 		return;
 	set_add(&X.todo, p);
-	if (X.child)
-		set_add(&X.during, p);
-	else
+	if (X.child) {
+		i = set_add(&X.during, p);
+		if (i >= 0 && (size_t)i == n)	/* its first change in this run */
+			X.during.born[i] = created;
+	} else {
 		X.idle_change = true;
+		X.backoff = 0;	/* the user's: no more waiting */
+	}
 	free(p);
 	X.due = true;
 	X.last_event = now_ms();
@@ -110,12 +173,13 @@ static void exec_sink(struct fw_ctx *c, const struct fw_out *e)
 	(void)c;
 	if (e->mask & FW_Q_OVERFLOW) {
 		X.due = true;	/* something changed; what is unknown */
+		X.lost |= X.child != 0;
 		X.last_event = now_ms();
 		return;
 	}
-	add_path(e->dir, e->name);
+	add_path(e->dir, e->name, e->mask & (FW_CREATE | FW_MOVED_TO));
 	if (e->odir)
-		add_path(e->odir, e->oname);
+		add_path(e->odir, e->oname, false);
 	if (X.child && !X.exited && X.o.restart && !X.kill_at) {
 		kill(-X.child, SIGTERM);
 		X.kill_at = now_ms() + 2000;
@@ -158,9 +222,21 @@ static void start(struct fw_ctx *c)
 	if (pid == 0) {
 		sigset_t none;
 
+		int null = open("/dev/null", O_RDONLY);
+
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
+		/*
+		 * Its own process group (so --restart can stop all of it) is
+		 * a background one: reading the terminal would stop it.  Its
+		 * stdin is /dev/null instead; a run that opens /dev/tty
+		 * itself is ended (see on_signal).
+		 */
+		if (null >= 0 && null != 0) {
+			dup2(null, 0);
+			close(null);
+		}
 		setenv("FANWATCH_PATHS", dropped ? "" : env, 1);
 		if (dropped)
 			setenv("FANWATCH_PATHS_DROPPED", "1", 1);
@@ -180,28 +256,97 @@ static void start(struct fw_ctx *c)
 	X.chain = X.idle_change ? 0 : X.chain + 1;
 	X.idle_change = false;
 	X.kill_at = 0;
+	X.stopping = false;
 	X.due = false;
 	set_clear(&X.todo);
 	set_clear(&X.during);
 }
 
-/* Once: the command seems to change what it watches; which path, and why. */
-static void warn_loop(struct fw_ctx *c, bool same_paths)
+/* What path holds now; see the top of this file. */
+static struct fprint fingerprint(const char *path)
 {
-	if (same_paths)
-		fw_warn(c, "--exec: the command itself changes %s (it changed during two runs in a row); not rerunning for it: add it to --ignore-file",
-			X.during.v[0]);
-	else
-		fw_warn(c, "--exec: the command itself changes what it watches, e.g. %s (changes made while it ran started %u runs in a row); not rerunning for them: add its outputs to --ignore-file",
-			X.during.v[0], MAX_CHAIN);
+	struct fprint f = { 0 };
+	unsigned char buf[65536];
+	struct stat st;
+	off_t done = 0;
+	ssize_t n;
+	int fd;
+
+	if (lstat(path, &st))
+		return f;
+	f.type = st.st_mode & S_IFMT;
+	f.size = st.st_size;
+	f.hash = 1469598103934665603ull;	/* FNV-1a */
+	if (!S_ISREG(st.st_mode) || st.st_size > HASH_MAX ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
+		/* Not hashed: its times stand in (any write changes them). */
+		f.hash ^= (uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+		f.hash ^= (uint64_t)st.st_ino << 17;
+		return f;
+	}
+	while (done < HASH_MAX && (n = read(fd, buf, sizeof(buf))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < n; i++)
+			f.hash = (f.hash ^ buf[i]) * 1099511628211ull;
+		done += n;
+	}
+	close(fd);
+	return f;
+}
+
+static bool same_print(const struct fprint *a, const struct fprint *b)
+{
+	return a->hash == b->hash && a->size == b->size && a->type == b->type;
+}
+
+/*
+ * The run ended: drop from the next run's paths those the command itself
+ * changed, as the fingerprints tell; is any change left?
+ */
+static bool judge_changes(void)
+{
+	size_t i;
+	bool left = false;
+
+	for (i = 0; i < X.during.n; i++) {
+		const char *p = X.during.v[i];
+		struct fprint now = fingerprint(p);
+		long j = set_find(&X.last, p), t;
+		bool own = (X.during.born[i] && !now.type) ||
+			   (j >= 0 && same_print(&X.last.fp[j], &now));
+
+		if (own && (t = set_find(&X.todo, p)) >= 0)
+			set_del(&X.todo, t);
+		left |= !own;
+		if (j < 0)
+			j = set_add(&X.last, p);
+		if (j >= 0)
+			X.last.fp[j] = now;
+	}
+	/* Paths beyond what is remembered: unknown, so not the command's. */
+	return (left && X.todo.n) || X.during.n > 4 * MAX_ARGS;
+}
+
+/* A command that keeps changing what it watches: wait longer each time. */
+static void back_off(struct fw_ctx *c)
+{
+	if (X.chain < MAX_CHAIN || !X.due)
+		return;
+	X.backoff = X.backoff ? 2 * X.backoff : X.o.settle_ms + 100;
+	if (X.backoff > MAX_BACKOFF)
+		X.backoff = MAX_BACKOFF;
+	if (!X.warned_loop && X.during.n)
+		fw_warn(c, "--exec: changes made while the command ran, with different bytes each time (e.g. %s), started %u runs in a row; each such run now waits longer (%lld ms, doubling); if the command writes them itself, add them to .gitignore or --ignore-file",
+			X.during.v[0], X.chain + 1, (long long)X.backoff);
+	X.warned_loop = true;
 }
 
 /* The run ended: the exit status policy, and the feedback-loop guard. */
 static void ended(struct fw_ctx *c, int st)
 {
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	bool killed = X.kill_at != 0;
-	size_t i, own = 0;
+	bool killed = X.kill_at != 0 || X.stopping;
 
 	X.child = 0;
 	X.exited = false;
@@ -219,20 +364,32 @@ static void ended(struct fw_ctx *c, int st)
 			return;
 		}
 	}
-	for (i = 0; i < X.during.n; i++)
-		own += set_has(&X.prev, X.during.v[i]);
-	if (X.during.n && !killed && (own == X.during.n || X.chain >= MAX_CHAIN)) {
-		if (!X.warned_loop)
-			warn_loop(c, own == X.during.n);
-		X.warned_loop = true;
-		X.due = false;
-		set_clear(&X.todo);
+	if (X.during.n && !killed && !X.lost) {
+		X.due = judge_changes();
+		back_off(c);
 	}
-	/* Remember what changed during this run, for the next one. */
-	set_clear(&X.prev);
-	for (i = 0; i < X.during.n; i++)
-		set_add(&X.prev, X.during.v[i]);
+	X.lost = false;
 	set_clear(&X.during);
+}
+
+/*
+ * A run stopped by the terminal (it opened /dev/tty, being in a
+ * background process group): it would wait forever, and fanwatch with
+ * it.  End it, say so once; the next change runs the command again.
+ */
+static void tty_stopped(struct fw_ctx *c, int sig)
+{
+	if (sig != SIGTTIN && sig != SIGTTOU && sig != SIGTSTP) {
+		kill(-X.child, SIGCONT);	/* stopped by someone: go on */
+		return;
+	}
+	if (!X.warned_tty)
+		fw_warn(c, "--exec: the command was stopped by %s: it wants the terminal, which it does not get (its stdin is /dev/null); ended",
+			sig == SIGTTIN ? "SIGTTIN" : sig == SIGTTOU ? "SIGTTOU" : "SIGTSTP");
+	X.warned_tty = true;
+	X.stopping = true;
+	kill(-X.child, SIGKILL);
+	kill(-X.child, SIGCONT);
 }
 
 static void on_signal(struct fw_ctx *c)
@@ -245,15 +402,20 @@ static void on_signal(struct fw_ctx *c)
 		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
 			if (X.child)
 				kill(-X.child, SIGTERM);
+			X.stopping = true;	/* its status is ours, not news */
 			X.stop = 1;	/* a normal end, status 0 */
 		}
 	}
-	(void)c;
 	/*
 	 * The run's own writes are queued already but not read: they are read
 	 * before the next tick, which then judges the run (ended()).
 	 */
-	if (X.child && !X.exited && (p = waitpid(X.child, &st, WNOHANG)) == X.child) {
+	if (X.child && !X.exited &&
+	    (p = waitpid(X.child, &st, WNOHANG | WUNTRACED)) == X.child) {
+		if (WIFSTOPPED(st)) {
+			tty_stopped(c, WSTOPSIG(st));
+			return;
+		}
 		X.exited = true;
 		X.status = st;
 	}
@@ -267,7 +429,7 @@ static int64_t deadline(struct fw_ctx *c, int64_t now)
 	if (X.exited)
 		return 0;
 	if (X.due && !X.child) {
-		d = X.last_event + X.o.settle_ms - now;
+		d = X.last_event + X.o.settle_ms + X.backoff - now;
 		d = d < 0 ? 0 : d;
 	}
 	if (X.kill_at) {
@@ -302,7 +464,7 @@ static int tick(struct fw_ctx *c, int64_t now)
 		}
 		return X.stop - 1 ? X.stop - 1 : -1;
 	}
-	if (X.due && !X.child && now - X.last_event >= X.o.settle_ms)
+	if (X.due && !X.child && now - X.last_event >= X.o.settle_ms + X.backoff)
 		start(c);
 	return 0;
 }

@@ -47,21 +47,35 @@ int fw_filter_add_ignore_file(struct fw_filter *f, const char *file)
 	return ret;
 }
 
+int fw_filter_add_vcs(struct fw_filter *f)
+{
+	if (!f->cwd && !(f->cwd = getcwd(NULL, 0)))
+		return -errno;
+	if (!f->vcs && !(f->vcs = fw_vcs_new()))
+		return -ENOMEM;
+	f->has_ex = true;
+	return 0;
+}
+
 static bool ignored(const struct fw_filter *f, const char *path, bool isdir)
 {
 	char *abs = NULL;
 	size_t i;
 	bool ig = false;
 
-	if (!f->nig)
+	if (!f->nig && !f->vcs)
 		return false;
 	if (path[0] != '/') {
+		while (path[0] == '.' && path[1] == '/')
+			path += 2;
 		if (!f->cwd || asprintf(&abs, "%s/%s", f->cwd, path) < 0)
 			return false;
 		path = abs;
 	}
 	for (i = 0; i < f->nig && !ig; i++)
 		ig = fw_ignore_match(&f->ig[i], path, isdir);
+	if (!ig && f->vcs)
+		ig = fw_vcs_ignored(f->vcs, path, isdir);
 	free(abs);
 	return ig;
 }
@@ -156,6 +170,7 @@ void fw_filter_free(struct fw_filter *f)
 	for (i = 0; i < f->nig; i++)
 		fw_ignore_free(&f->ig[i]);
 	free(f->ig);
+	fw_vcs_free(f->vcs);
 	free(f->cwd);
 	free(f->ex);
 	free(f->in);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "ignore.h"
+#include "vcsignore.h"
 
 struct fw_filter {
 	struct fw_ignore *ig;	/* --ignore-file rule sets */
@@ -22,6 +23,7 @@ struct fw_filter {
 	char **paths;		/* @PATH exclusions, without a trailing '/' */
 	size_t npaths;
 	bool has_ex;		/* any exclusion: regex or path */
+	struct fw_vcs *vcs;	/* .git/ and nested .gitignore files, or NULL */
 };
 
 /* Returns 0, or -1 with the regcomp message in err; patterns add up. */
@@ -30,6 +32,8 @@ int fw_filter_add(struct fw_filter *f, bool include, bool icase,
 int fw_filter_add_path(struct fw_filter *f, const char *path);
 /* An --ignore-file; its rules apply below its directory. -errno. */
 int fw_filter_add_ignore_file(struct fw_filter *f, const char *file);
+/* Leave out .git/ and what .gitignore files say, at every level. -errno. */
+int fw_filter_add_vcs(struct fw_filter *f);
 static inline bool fw_filter_active(const struct fw_filter *f)
 {
 	return f->has_ex || f->nin;

@@ -178,28 +178,33 @@ static int decide(const struct fw_ignore *ig, const char *rel, bool isdir)
 	return -1;
 }
 
-bool fw_ignore_match(const struct fw_ignore *ig, const char *abspath, bool isdir)
+int fw_ignore_decide(const struct fw_ignore *ig, const char *abspath, bool isdir)
 {
 	size_t bl = strlen(ig->base);
 	char *rel, *p;
-	bool ignored = false;
+	int d = -1;
 
 	if (strncmp(abspath, ig->base, bl) || (abspath[bl] != '/' && bl > 1))
-		return false;
+		return -1;
 	rel = strdup(abspath + bl + (bl > 1));
 	if (!rel)
-		return false;
+		return -1;
 	/* Each parent directory first: below an ignored one, nothing comes back. */
-	for (p = strchr(rel, '/'); p && !ignored; p = strchr(p + 1, '/')) {
+	for (p = strchr(rel, '/'); p && d != 1; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (*rel)
-			ignored = decide(ig, rel, true) == 1;
+		if (*rel && decide(ig, rel, true) == 1)
+			d = 1;
 		*p = '/';
 	}
-	if (!ignored && *rel)
-		ignored = decide(ig, rel, isdir) == 1;
+	if (d != 1 && *rel)
+		d = decide(ig, rel, isdir);
 	free(rel);
-	return ignored;
+	return d;
+}
+
+bool fw_ignore_match(const struct fw_ignore *ig, const char *abspath, bool isdir)
+{
+	return fw_ignore_decide(ig, abspath, isdir) == 1;
 }
 
 void fw_ignore_free(struct fw_ignore *ig)

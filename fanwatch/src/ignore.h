@@ -27,6 +27,8 @@ struct fw_ignore {
 
 /* Parse rules read from text; base is the directory they apply to. */
 int fw_ignore_parse(struct fw_ignore *ig, const char *base, const char *text);
+/* What the rules say of the absolute path: 1 ignored, 0 re-included, -1 nothing. */
+int fw_ignore_decide(const struct fw_ignore *ig, const char *abspath, bool isdir);
 /* Is the absolute path (a directory if isdir) ignored? */
 bool fw_ignore_match(const struct fw_ignore *ig, const char *abspath, bool isdir);
 void fw_ignore_free(struct fw_ignore *ig);

@@ -20,6 +20,7 @@ enum {
 	OPT_INCLUDE, OPT_INCLUDEI, OPT_FROMFILE, OPT_NO_SELF, OPT_RESCAN,
 	OPT_NO_NEWLINE, OPT_UNPAIRED, OPT_PAIRED, OPT_RELATIVE,
 	OPT_EXEC, OPT_SETTLE, OPT_RESTART, OPT_POSTPONE, OPT_EXIT_ON_FAIL, OPT_IGNORE_FILE,
+	OPT_NO_RECURSIVE, OPT_NO_VCS_IGNORE,
 };
 
 static struct fw_exec_opts exec_opts = { .settle_ms = 100 };
@@ -28,6 +29,8 @@ static const struct option longopts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "monitor", no_argument, NULL, 'm' },
 	{ "recursive", no_argument, NULL, 'r' },
+	{ "no-recursive", no_argument, NULL, OPT_NO_RECURSIVE },
+	{ "no-vcs-ignore", no_argument, NULL, OPT_NO_VCS_IGNORE },
 	{ "event", required_argument, NULL, 'e' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "timefmt", required_argument, NULL, OPT_TIMEFMT },
@@ -76,7 +79,7 @@ static void usage(FILE *f)
 	      "                         %0 NUL, %n newline\n"
 	      "      --timefmt FMT      strftime(3) format for %T\n"
 	      "      --no-newline       no newline after each --format line\n"
-	      "  -c, --csv              CSV: dir,events,name[,old path]\n"
+	      "  -c, --csv              CSV: dir,events,name (a rename: two rows)\n"
 	      "      --json             one JSON object per line (absolute paths)\n"
 	      "      --relative         JSON paths as given, not made absolute\n"
 	      "      --exclude RE       skip paths matching RE (--excludei: ignoring case)\n"
@@ -91,7 +94,11 @@ static void usage(FILE *f)
 	      "      --unpaired-renames take the kernel's MOVED_FROM/MOVED_TO, not FAN_RENAME\n"
 	      "      --ignore-file FILE .gitignore rules, relative to FILE's directory\n"
 	      "      --exec CMD         run sh -c CMD on changes; changed paths in \"$@\"\n"
-	      "                         and $FANWATCH_PATHS (one a line); implies -m\n"
+	      "                         and $FANWATCH_PATHS (one a line); implies -m and\n"
+	      "                         -r; stdin is /dev/null; .git/ and the .gitignore\n"
+	      "                         files up to the repository top apply\n"
+	      "      --no-recursive     with --exec: only the directories given\n"
+	      "      --no-vcs-ignore    with --exec: no .gitignore files, .git/ watched\n"
 	      "      --settle MS        wait until MS ms without a change (default 100)\n"
 	      "      --restart          a change during a run stops it and runs again\n"
 	      "      --postpone         no run at start, only on the first change\n"
@@ -201,6 +208,7 @@ static int parse_ms(const char *s, int *ms)
 static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 {
 	const char *outfile = NULL, *bad;
+	bool no_recursive = false, no_vcs = false;
 	size_t badlen;
 	uint32_t m;
 	int opt;
@@ -216,6 +224,8 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 		case OPT_PAIRED: o->paired_text = true; break;
 		case OPT_RELATIVE: o->relative = true; break;
 		case OPT_EXEC: exec_opts.cmd = optarg; o->monitor = true; break;
+		case OPT_NO_RECURSIVE: no_recursive = true; break;
+		case OPT_NO_VCS_IGNORE: no_vcs = true; break;
 		case OPT_RESTART: exec_opts.restart = true; break;
 		case OPT_POSTPONE: exec_opts.postpone = true; break;
 		case OPT_EXIT_ON_FAIL: exec_opts.exit_on_fail = true; break;
@@ -290,10 +300,18 @@ static int parse_args(int argc, char **argv, struct fw_opts *o, struct roots *r)
 		fw_err("%%T is in --format string, but --timefmt was not specified");
 		return -1;
 	}
-	if ((exec_opts.restart || exec_opts.postpone || exec_opts.exit_on_fail) &&
-	    !exec_opts.cmd) {
-		fw_err("--restart, --postpone and --exit-on-failure go with --exec CMD");
+	if ((exec_opts.restart || exec_opts.postpone || exec_opts.exit_on_fail ||
+	     no_recursive || no_vcs) && !exec_opts.cmd) {
+		fw_err("--restart, --postpone, --exit-on-failure, --no-recursive and --no-vcs-ignore go with --exec CMD");
 		return -1;
+	}
+	/* What a run-on-change tool is for: a project tree, as watchexec. */
+	if (exec_opts.cmd) {
+		o->recursive = !no_recursive;
+		if (!no_vcs && (errno = -fw_filter_add_vcs(&o->filter))) {
+			fw_err("--exec: %s", strerror(errno));
+			return -1;
+		}
 	}
 	if (o->daemon && !outfile) {
 		fw_err("-d/--daemon needs -o/--outfile (its standard output is closed)");

@@ -17,6 +17,8 @@ struct fw_pending {
 	struct fw_pending *next;
 	int32_t fsid[2];
 	struct file_handle *fh;		/* the parent's */
+	struct file_handle *want_fh;	/* the child's, or NULL */
+	struct fw_want want;
 	bool report;
 	unsigned int tries;
 	char name[];
@@ -144,6 +146,7 @@ void fw_close(struct fw_ctx *c)
 	for (p = c->pending; p; p = n) {
 		n = p->next;
 		free(p->fh);
+		free(p->want_fh);
 		free(p);
 	}
 	c->pending = NULL;
@@ -281,14 +284,76 @@ static int mark_dir(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 	return 0;
 }
 
-/* Mark the object fd refers to and enter it in the map; fd is then the map's. */
+/*
+ * Filesystems with one fsid for the whole mount (no subvolumes) whose
+ * directories count their subdirectories in st_nlink (2 + subdirectories):
+ * a directory with 2 has none, and setup need not list it.  Not btrfs
+ * (subvolumes have their own fsid; a directory's st_nlink is always 1),
+ * nor anything unknown.
+ */
+static bool is_simple_fs(long type)
+{
+	switch ((unsigned long)type) {
+	case 0xEF53:		/* ext2/3/4 */
+	case 0x58465342:	/* xfs */
+	case 0x01021994:	/* tmpfs */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The fsid of the directory fd refers to: its parent's when it is on the
+ * same mount of a simple filesystem (statfs costs a per-CPU counter sum on
+ * ext4), else statfs.
+ */
+static int fd_fsid(int fd, const struct fw_dir *parent, int mnt,
+		   int32_t fsid[2], bool *simple_fs)
+{
+	struct statfs sf;
+
+	if (parent && parent->simple_fs && parent->mnt_id == mnt) {
+		fsid[0] = parent->fsid[0];
+		fsid[1] = parent->fsid[1];
+		*simple_fs = parent->simple_fs;
+		return 0;
+	}
+	if (fstatfs(fd, &sf))
+		return -1;
+	memcpy(fsid, &sf.f_fsid, 2 * sizeof(int32_t));
+	*simple_fs = is_simple_fs(sf.f_type);
+	return 0;
+}
+
+/* Is the directory fd refers to (handle fh) the one wanted? */
+static bool is_wanted(int fd, const int32_t fsid[2], const struct file_handle *fh,
+		      const struct fw_want *w)
+{
+	struct stat st;
+
+	if (!w)
+		return true;
+	if (w->fh && (w->fsid[0] != fsid[0] || w->fsid[1] != fsid[1] ||
+		      !same_handle(fh, w->fh)))
+		return false;
+	return !w->ino || (!fstat(fd, &st) && st.st_ino == w->ino);
+}
+
+/*
+ * Mark the object fd refers to and enter it in the map; fd is then the
+ * map's.  Another directory than the one wanted is neither: ENOENT, as if
+ * the wanted one had gone (it has, from that name).
+ */
 static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
-			      const char *name, int fd, bool isfile)
+			      const char *name, int fd, bool isfile,
+			      const struct fw_want *want)
 {
 	struct fh_buf h = { .fh.handle_bytes = sizeof(h.data) };
 	unsigned int flags = FW_MARK_ADD | (isfile ? 0 : FW_MARK_ONLYDIR);
 	uint64_t mask = c->markmask;
-	struct statfs sf;
+	int32_t fsid[2];
+	bool simple_fs = false;
 	struct fw_dir *d;
 	int mnt, err = 0;
 
@@ -296,8 +361,11 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		mask = (c->o->events & FW_FILE_MASK) | FW_DELETE_SELF | FW_MOVE_SELF;
 		flags |= c->o->no_deref ? FW_MARK_DONT_FOLLOW : 0;
 	}
-	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) || fstatfs(fd, &sf))
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) ||
+	    fd_fsid(fd, parent, mnt, fsid, &simple_fs))
 		err = errno;
+	else if (!is_wanted(fd, fsid, &h.fh, want))
+		err = ENOENT;
 	else if (isfile ? fanotify_mark(c->fan, flags, mask, AT_FDCWD, name) :
 		 mark_dir(c, parent, name, fd, flags, mask, &h.fh))
 		err = errno;
@@ -312,16 +380,18 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 		free(p);
 		return NULL;
 	}
-	d = fw_dirmap_find(&c->map, (int32_t *)&sf.f_fsid, &h.fh);
+	d = fw_dirmap_find(&c->map, fsid, &h.fh);
 	if (d) {
 		errno = EEXIST;	/* already watched (bind mount, repeated root) */
 		return NULL;
 	}
-	d = fw_dir_new((int32_t *)&sf.f_fsid, &h.fh, fd, parent, name, name);
+	d = fw_dir_new(fsid, &h.fh, fd, parent, name, name);
 	if (!d || fw_dirmap_insert(&c->map, d)) {
 		fw_err("out of memory");
 		exit(1);
 	}
+	d->mnt_id = mnt;
+	d->simple_fs = simple_fs;
 	if (isfile) {
 		d->is_file = true;
 		if (d->pathlen > 1 && d->path[d->pathlen - 1] == '/')
@@ -354,7 +424,7 @@ static void not_searchable(struct fw_ctx *c, struct fw_dir *parent, const char *
 }
 
 struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
-			    const char *name)
+			    const char *name, const struct fw_want *want)
 {
 	int flags = O_PATH | O_DIRECTORY | O_CLOEXEC | (parent ? O_NOFOLLOW : 0);
 	int pfd = parent ? fw_dir_fd(&c->map, parent) : AT_FDCWD;
@@ -379,7 +449,7 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 		errno = err;
 		return NULL;
 	}
-	d = mark_fd(c, parent, name, fd, false);
+	d = mark_fd(c, parent, name, fd, false, want);
 	if (!d) {
 		err = errno;
 		close(fd);
@@ -404,7 +474,7 @@ bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name
 
 /* Remember parent/name, to watch and scan once parent can be reached. */
 static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *name,
-			bool report)
+			const struct fw_want *want, bool report)
 {
 	size_t hb = sizeof(struct file_handle) + parent->handle_bytes;
 	struct fw_pending *p = calloc(1, sizeof(*p) + strlen(name) + 1);
@@ -412,6 +482,18 @@ static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *nam
 	if (!p || !(p->fh = malloc(hb))) {
 		fw_err("out of memory");
 		exit(1);
+	}
+	if (want) {
+		p->want = *want;
+		if (want->fh) {
+			hb = sizeof(struct file_handle) + want->fh->handle_bytes;
+			if (!(p->want_fh = malloc(hb))) {
+				fw_err("out of memory");
+				exit(1);
+			}
+			memcpy(p->want_fh, want->fh, hb);
+			p->want.fh = p->want_fh;
+		}
 	}
 	p->fsid[0] = parent->fsid[0];
 	p->fsid[1] = parent->fsid[1];
@@ -424,17 +506,33 @@ static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *nam
 	c->pending = p;
 }
 
-void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name, bool report)
+/*
+ * Setup lists a directory only to find its subdirectories: where st_nlink
+ * counts them, one with none need not be listed.  Read after the mark, so
+ * one made since is reported by its event.
+ */
+static bool no_subdirs(struct fw_ctx *c, struct fw_dir *d)
+{
+	struct stat st;
+	int fd;
+
+	if (!d->simple_fs || (fd = fw_dir_fd(&c->map, d)) < 0)
+		return false;
+	return !fstat(fd, &st) && st.st_nlink == 2;
+}
+
+void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+	      const struct fw_want *want, bool report)
 {
 	struct fw_dir *d;
 
 	if (!c->o->recursive || fw_excluded(c, parent, name))
 		return;
-	d = fw_watch_dir(c, parent, name);
-	if (d)
+	d = fw_watch_dir(c, parent, name, want);
+	if (d && (report || c->o->rescan || !no_subdirs(c, d)))
 		fw_scan(c, d, report);
-	else if (errno == ESTALE)
-		watch_later(c, parent, name, report);
+	else if (!d && errno == ESTALE)
+		watch_later(c, parent, name, want, report);
 }
 
 /* A rename read later fixes the name chain: try the waiting ones again. */
@@ -448,7 +546,8 @@ void fw_retry_pending(struct fw_ctx *c)
 
 		n = p->next;
 		if (parent && fw_dir_fd(&c->map, parent) >= 0) {
-			fw_adopt(c, parent, p->name, p->report);
+			fw_adopt(c, parent, p->name,
+				 p->want.fh || p->want.ino ? &p->want : NULL, p->report);
 		} else if (parent && ++p->tries < 1000) {
 			p->next = c->pending;	/* still behind: keep it */
 			c->pending = p;
@@ -458,29 +557,44 @@ void fw_retry_pending(struct fw_ctx *c)
 				parent->path, p->name);
 		}
 		free(p->fh);
+		free(p->want_fh);
 		free(p);
 	}
 }
 
+/* Subdirectory names a listing found, with the inode number it gave. */
 struct namelist {
 	char **v;
+	ino_t *ino;
 	size_t n, cap;
 };
 
-static void namelist_add(struct namelist *l, const char *s)
+static void namelist_add(struct namelist *l, const char *s, ino_t ino)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 16;
 		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		if (!l->v) {
+		l->ino = realloc(l->ino, l->cap * sizeof(*l->ino));
+		if (!l->v || !l->ino) {
 			fw_err("out of memory");
 			exit(1);
 		}
 	}
+	l->ino[l->n] = ino;
 	if (!(l->v[l->n++] = strdup(s))) {
 		fw_err("out of memory");
 		exit(1);
 	}
+}
+
+static void namelist_free(struct namelist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	free(l->ino);
 }
 
 static bool is_dir_entry(int dfd, const struct dirent *de)
@@ -548,15 +662,20 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 		if (report)
 			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 		if (isdir && c->o->recursive)
-			namelist_add(&subs, de->d_name);
+			namelist_add(&subs, de->d_name, de->d_ino);
 	}
 	closedir(dir);
-	/* Mark first, then scan: what appears in between is seen either way. */
+	/*
+	 * Mark first, then scan: what appears in between is seen either way.
+	 * A reported directory is adopted only if the name still leads to
+	 * the one listed, or its contents would be credited to the name.
+	 */
 	for (i = 0; i < subs.n; i++) {
-		fw_adopt(c, d, subs.v[i], report);
-		free(subs.v[i]);
+		struct fw_want w = { .ino = subs.ino[i] };
+
+		fw_adopt(c, d, subs.v[i], report ? &w : NULL, report);
 	}
-	free(subs.v);
+	namelist_free(&subs);
 }
 
 static int add_file(struct fw_ctx *c, const char *path)
@@ -567,7 +686,7 @@ static int add_file(struct fw_ctx *c, const char *path)
 		fw_err("cannot watch '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	if (!mark_fd(c, NULL, path, fd, true)) {
+	if (!mark_fd(c, NULL, path, fd, true, NULL)) {
 		close(fd);
 		if (errno == EEXIST)
 			return 0;
@@ -588,7 +707,7 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return add_file(c, path);	/* an inode mark on the file itself */
-	d = fw_watch_dir(c, NULL, path);
+	d = fw_watch_dir(c, NULL, path, NULL);
 	if (!d && errno == EEXIST)
 		return 0;	/* given twice, or inside another -r root */
 	if (!d) {
@@ -670,7 +789,7 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		case FW_SNAP_NEW:
 			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 			if (isdir && c->o->recursive)
-				namelist_add(&fresh, de->d_name);
+				namelist_add(&fresh, de->d_name, st.st_ino);
 			break;
 		}
 	}
@@ -680,11 +799,12 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		if (ch->snap)
 			rescan_dir(c, ch);
 	for (i = 0; i < fresh.n; i++) {
+		struct fw_want w = { .ino = fresh.ino[i] };
+
 		if (!fw_dir_child(d, fresh.v[i]))
-			fw_adopt(c, d, fresh.v[i], true);
-		free(fresh.v[i]);
+			fw_adopt(c, d, fresh.v[i], &w, true);
 	}
-	free(fresh.v);
+	namelist_free(&fresh);
 }
 
 void fw_rescan(struct fw_ctx *c)

@@ -85,6 +85,20 @@ struct fw_ev {
 	bool isdir, scan, self;
 };
 
+/*
+ * Which directory an adoption is about.  An event names it by handle
+ * (FAN_REPORT_TARGET_FID); a scan by the inode number readdir gave.  The
+ * name may lead to another directory by the time it is opened (a reused
+ * temporary name): that one is left alone, since its own CREATE or
+ * MOVED_TO is still queued (its parent is marked) and reports it then.
+ * All zero: whatever the name leads to (pre-5.17 kernels, setup).
+ */
+struct fw_want {
+	int32_t fsid[2];
+	const struct file_handle *fh;	/* NULL: no handle to compare */
+	ino_t ino;			/* 0: no inode number to compare */
+};
+
 /* report.c */
 void fw_stamp(struct fw_ctx *c);
 void fw_emit(struct fw_ctx *c, const struct fw_ev *e);
@@ -114,12 +128,14 @@ void fw_setup_done(struct fw_ctx *c);
  * right now (a rename of it not read yet: try again later).
  */
 struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
-			    const char *name);
+			    const char *name, const struct fw_want *want);
 /* The watched directory parent/name is now, if it is one. */
 struct fw_dir *fw_dir_at(struct fw_ctx *c, struct fw_dir *parent, const char *name);
 /* Watch parent/name with -r (unless excluded) and scan it, reporting what
- * it holds if report; if parent cannot be reached now, later. */
-void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name, bool report);
+ * it holds if report; if parent cannot be reached now, later.  With want,
+ * only if the name still leads to that directory. */
+void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+	      const struct fw_want *want, bool report);
 /* After a batch of events: adopt what waited for a rename to be read. */
 void fw_retry_pending(struct fw_ctx *c);
 /* List d; report entries as created (found by scan) if report; recurse with -r. */

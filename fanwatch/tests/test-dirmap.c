@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <cmocka.h>
 
 #include "dirmap.h"
@@ -72,6 +74,47 @@ static void lookup_and_growth(void **state)
 	fw_dirmap_free(&m);
 }
 
+/*
+ * The fd cache keeps its bound and its list across the table's growth:
+ * every cached fd is in the list, and the newest ones are the cached ones
+ * (a reset once made each insert evict everything else).
+ */
+static void fd_cache_across_growth(void **state)
+{
+	struct fw_dirmap m;
+	struct fw_dir *root, *d[3000], *l;
+	unsigned int i, cached = 0, listed = 0;
+	char name[16];
+
+	(void)state;
+	setenv("FANWATCH_FD_CACHE", "8", 1);
+	assert_int_equal(fw_dirmap_init(&m), 0);
+	unsetenv("FANWATCH_FD_CACHE");
+	root = add(&m, 0, NULL, "top");
+	for (i = 0; i < 3000; i++) {
+		struct h h = handle(i + 1);
+		int fd = open("/", O_PATH | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		snprintf(name, sizeof(name), "d%u", i);
+		d[i] = fw_dir_new(fsid, &h.fh, fd, root, name, name);
+		assert_non_null(d[i]);
+		assert_int_equal(fw_dirmap_insert(&m, d[i]), 0);
+	}
+	assert_true(m.nbucket >= 2048);
+	assert_int_equal(m.maxfd, 8);
+	for (i = 0; i < 3000; i++)
+		cached += d[i]->fd >= 0;
+	for (l = m.lru_head; l; l = l->lru_next)
+		listed++;
+	assert_int_equal(cached, 8);
+	assert_int_equal(listed, 8);
+	assert_int_equal(m.nfd, 8);
+	for (i = 3000 - 8; i < 3000; i++)
+		assert_true(d[i]->fd >= 0);
+	fw_dirmap_free(&m);
+}
+
 static unsigned int removed;
 
 static void count(struct fw_dir *d, void *arg)
@@ -118,6 +161,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lookup_and_growth),
+		cmocka_unit_test(fd_cache_across_growth),
 		cmocka_unit_test(subtree_remove_and_reparent),
 	};
 

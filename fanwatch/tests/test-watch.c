@@ -708,10 +708,14 @@ static void exit_codes(void **state)
 
 /*
  * Build in a temporary directory, then rename it into place: what package
- * managers and atomic publishers do.  Every file must be reported, under
- * a directory that held it: .tmp<i>/ (or the reused .tmp/) before the
- * rename, final<i>/ after.  A tiny descriptor cache makes fanwatch find
- * directories again by name chain and handle, the hard path.
+ * managers and atomic publishers do.  The stream is read as a consumer
+ * would: a file reported under .tmp<i>/ (or the reused .tmp/) is in that
+ * directory, and goes where the stream says it is renamed to.  Every file
+ * must end up in final<i>/ for its own i (the last build, left in its
+ * temporary directory, there); one carried into another final<j>/ was
+ * credited to the wrong directory, one never reported there is lost.  A
+ * tiny descriptor cache makes fanwatch find directories again by name
+ * chain and handle, the hard path.
  */
 #define ITER 300
 #define FILES 5
@@ -728,7 +732,7 @@ static void publish_loop(void)
 	char tmp[64], fin[64], f[160];
 	int i, k;
 
-	for (i = 0; i < ITER; i++) {
+	for (i = 0; i <= ITER; i++) {
 		if (reuse_tmp)
 			snprintf(tmp, sizeof(tmp), "w/.tmp");
 		else
@@ -739,47 +743,89 @@ static void publish_loop(void)
 			snprintf(f, sizeof(f), "%s/f%d_%d", tmp, i, k);
 			write_file(f, "x");
 		}
-		assert_int_equal(rename(tmp, fin), 0);
+		/* The last build stays unfinished: a reused name is there. */
+		if (i < ITER)
+			assert_int_equal(rename(tmp, fin), 0);
 	}
 	write_file("w/done", "");
 }
 
-/* "DIR NAME" lines (--format '%w %f'): check each file's directory. */
+/* Which temporary directory slot a name is: .tmp is 0, .tmp<i> is i. */
+static int tmp_slot(const char *s)
+{
+	int n;
+
+	if (strncmp(s, ".tmp", 4))
+		return -1;
+	if (!s[4] || s[4] == '/')
+		return 0;
+	return sscanf(s + 4, "%d", &n) == 1 && n >= 0 && n <= ITER ? n : -1;
+}
+
+/*
+ * "EVENTS DIR NAME" lines (--format '%e %w %f').  held[i][k] is the slot
+ * (+1) of the temporary directory the stream last put fi_k in.
+ */
 static void check_published(void)
 {
-	static bool seen[ITER][FILES];
-	int bad = 0, missing = 0, i, k;
+	static unsigned short held[ITER + 1][FILES];
+	static bool seen[ITER + 1][FILES];
+	int bad = 0, missing = 0, from = -1, i, k;
 	char *l;
 
+	memset(held, 0, sizeof(held));
 	memset(seen, 0, sizeof(seen));
 	while ((l = next_line(60000))) {
-		char dir[128];
-		int di, fi, fk;
+		char ev[64], dir[128], name[128];
+		int fi, fk, fj, slot;
 
-		if (!strcmp(l, "w/ done")) {
+		if (!strcmp(l, "CLOSE_WRITE,CLOSE w/ done") || !strcmp(l, "CREATE w/ done")) {
 			free(l);
 			break;
 		}
-		if (sscanf(l, "%127s f%d_%d", dir, &fi, &fk) == 3 && fi >= 0 &&
-		    fi < ITER && fk >= 0 && fk < FILES) {
-			bool ok = (sscanf(dir, "w/final%d/", &di) == 1 && di == fi) ||
-				  (reuse_tmp ? !strcmp(dir, "w/.tmp/") :
-				   sscanf(dir, "w/.tmp%d/", &di) == 1 && di == fi);
-
-			if (!ok && bad++ < 5)
-				print_error("wrong directory: %s\n", l);
-			seen[fi][fk] = true;
+		if (sscanf(l, "%63s %127s %127s", ev, dir, name) != 3) {
+			free(l);
+			continue;
+		}
+		if (strstr(ev, "MOVED_FROM") && !strcmp(dir, "w/"))
+			from = tmp_slot(name);
+		if (strstr(ev, "MOVED_TO") && !strcmp(dir, "w/") &&
+		    sscanf(name, "final%d", &fj) == 1 && from >= 0) {
+			for (i = 0; i <= ITER; i++) {
+				for (k = 0; k < FILES; k++) {
+					if (held[i][k] != from + 1)
+						continue;
+					held[i][k] = 0;
+					if (i == fj)
+						seen[i][k] = true;
+					else if (bad++ < 5)
+						print_error("f%d_%d carried into final%d/\n", i, k, fj);
+				}
+			}
+			from = -1;
+		}
+		if (strstr(ev, "CREATE") && sscanf(name, "f%d_%d", &fi, &fk) == 2 &&
+		    fi >= 0 && fi <= ITER && fk >= 0 && fk < FILES) {
+			if (sscanf(dir, "w/final%d/", &fj) == 1)
+				seen[fi][fk] |= fj == fi;
+			else if (!strncmp(dir, "w/", 2) && (slot = tmp_slot(dir + 2)) >= 0)
+				held[fi][fk] = slot + 1;
+			if (sscanf(dir, "w/final%d/", &fj) == 1 && fj != fi && bad++ < 5)
+				print_error("reported in the wrong directory: %s\n", l);
 		}
 		free(l);
 	}
-	for (i = 0; i < ITER; i++)
+	/* The unfinished build: its files are still in their .tmp. */
+	for (k = 0; k < FILES; k++)
+		seen[ITER][k] = held[ITER][k] == (reuse_tmp ? 0 : ITER) + 1;
+	for (i = 0; i <= ITER; i++)
 		for (k = 0; k < FILES; k++)
 			if (!seen[i][k] && missing++ < 5)
-				print_error("never reported: f%d_%d\n", i, k);
+				print_error("never reported where it is: f%d_%d\n", i, k);
 	finish();
 	if (bad || missing)
-		fail_msg("%d lines with a wrong directory, %d of %d files never reported",
-			 bad, missing, ITER * FILES);
+		fail_msg("%d files credited to a wrong directory, %d of %d never reported where they are",
+			 bad, missing, (ITER + 1) * FILES);
 }
 
 struct publish_case {
@@ -798,8 +844,8 @@ struct publish_case {
 static void publish(void **state)
 {
 	const struct publish_case *pc = *state;
-	const char *args[] = { "-m", "-r", "-e", "create", "-e", "moved_to",
-			       "--format", "%w %f", "w", NULL, NULL };
+	const char *args[] = { "-m", "-r", "-e", "create", "-e", "move",
+			       "--format", "%e %w %f", "w", NULL, NULL };
 
 	if (pc->unpaired) {
 		args[8] = "--unpaired-renames";

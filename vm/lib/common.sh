@@ -53,9 +53,11 @@ need_packages() {
 # only recommends the runtime); gnuplot: lm --plot and the benchmark plots;
 # libsodium-dev: lm's key handshake (the guest gets libsodium.so via ldd).
 # python3: lm-qemu-anchor, the QMP driver (standard library only).
+# git, rsync, xfsprogs, btrfs-progs: fanwatch's rebuild-the-tree tests
+# (workloads, and the xfs/btrfs loop images; a missing one is a skip).
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
 	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev
-	python3)
+	python3 git rsync xfsprogs btrfs-progs)
 # Building a kernel tree, and modules against it (plus the tree's
 # linux-source package and, for a foreign guest, CROSS_PACKAGES).
 # shellcheck disable=SC2034
