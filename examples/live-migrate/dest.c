@@ -515,27 +515,43 @@ static int send_need(struct dst *d)
  */
 static int rejoin(struct dst *d)
 {
-	uint64_t t0 = lm_now_ns();
-	int mfd, ufd, ret;
+	int limit = lm_rejoin_ms(d->o), mfd, ufd, ret = -ETIMEDOUT;
+	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)(limit < 0 ? 0 : limit) * 1000000ull;
 
-	fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms for "
-		"the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", d->o->timeout_ms);
+	if (limit < 0)
+		fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting for "
+			"the source to rejoin (--rejoin wait)\n", d->m.err[0] ? d->m.err : "closed");
+	else
+		fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms "
+			"for the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", limit);
 	if (d->urg_running) {
 		shutdown(d->urg.fd, SHUT_RDWR);
 		pthread_join(d->urg_tid, NULL);
 		d->urg_running = false;
 	}
-	ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, d->o->timeout_ms);
+	/* a pair that breaks before NEED is through: wait for the next */
+	for (;;) {
+		uint64_t now = lm_now_ns();
+
+		if (limit >= 0 && now >= end)
+			break;
+		ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, limit < 0 ? 200 :
+					  (int)((end - now) / 1000000ull) + 1);
+		if (ret && limit < 0 && !atomic_load(&d->dead))
+			continue;
+		if (ret)
+			break;
+		lm_conn_replace(&d->m, mfd);
+		lm_conn_replace(&d->urg, ufd);
+		d->urg.timeout_ms = 0;
+		ret = send_need(d);
+		if (!ret)
+			break;
+	}
 	if (ret) {
-		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", d->o->timeout_ms);
+		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", limit);
 		return ret;
 	}
-	lm_conn_replace(&d->m, mfd);
-	lm_conn_replace(&d->urg, ufd);
-	d->urg.timeout_ms = 0;
-	ret = send_need(d);
-	if (ret)
-		return ret;
 	if (lm_thread_start(&d->urg_tid, urgent_rx, d))
 		return -EAGAIN;
 	d->urg_running = true;

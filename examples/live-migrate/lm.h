@@ -148,6 +148,7 @@ struct lm_opts {
 	const char *plot;
 	const char *addr;		/* host:port */
 	int timeout_ms;
+	int rejoin_ms;			/* a broken link comes back within; <0: the operator's */
 	const char *inject;		/* test hooks: die-precopy, die-postcopy */
 	unsigned int handler_threads;
 	int listen_fd;			/* dest: inherited, or -1 */
@@ -156,6 +157,12 @@ struct lm_opts {
 	bool size_given;		/* dest: --size is what it expects */
 	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
 };
+
+/* How long a rejoin may take: --rejoin, else --timeout; -1: no limit. */
+static inline int lm_rejoin_ms(const struct lm_opts *o)
+{
+	return o->rejoin_ms ? o->rejoin_ms : o->timeout_ms;
+}
 
 struct lm_report {
 	enum lm_mode mode;

@@ -505,7 +505,7 @@ static int postcopy_pass(struct src *s)
 }
 
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
-		       unsigned int kind);
+		       unsigned int kind, int timeout_ms);
 
 /* What the destination still lacks after a rejoin: to be sent again. */
 static int take_need(struct src *s)
@@ -537,36 +537,70 @@ static int take_need(struct src *s)
 	return ret;
 }
 
+/* ms left before the rejoin's deadline end (0: none), at least 1; 0 when past. */
+static int ms_left(uint64_t end)
+{
+	uint64_t now = lm_now_ns();
+
+	if (!end)
+		return INT32_MAX;
+	return now >= end ? 0 : (int)((end - now) / 1000000ull) + 1;
+}
+
+/* One attempt: both connections authenticated, each within the time left. */
+static int rejoin_once(struct src *s, uint64_t end)
+{
+	int ret;
+
+	ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN, ms_left(end));
+	if (!ret)
+		ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT,
+				  ms_left(end));
+	/* a link that drops again before NEED is through: one more attempt */
+	if (!ret)
+		ret = take_need(s);
+	if (ret) {
+		lm_conn_close(&s->m);
+		lm_conn_close(&s->urg);
+	}
+	return ret;
+}
+
 /*
  * The link broke after the commit while both ends live: connect again with
  * the same key and session, learn what the destination still needs, and
- * go on.  Within --timeout, or the destination is lost.
+ * go on.  Every failed attempt -- refused, reset, a handshake cut short --
+ * is retried, a little slower each time, until --rejoin (default
+ * --timeout) has passed, or without limit (--rejoin wait) until the
+ * operator interrupts twice.  Only a refusal that cannot change ends it
+ * early: a wrong key, or a destination that no longer has the session.
  */
 static int rejoin(struct src *s)
 {
-	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)s->o->timeout_ms * 1000000ull;
-	int ret = -ETIMEDOUT;
+	int limit = lm_rejoin_ms(s->o), ret = -ETIMEDOUT;
+	uint64_t t0 = lm_now_ns(), end = limit < 0 ? 0 : t0 + (uint64_t)limit * 1000000ull;
+	unsigned int tries = 0, pause_ms = 50;
 
 	stop_urgent(s);
 	lm_conn_close(&s->m);
 	lm_conn_close(&s->urg);
 	s->rejoining = true;
-	while (lm_now_ns() < end) {
-		ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN);
-		if (!ret)
-			ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT);
-		if (!ret || ret == -EACCES || ret == -ESRCH)
+	while (ms_left(end)) {
+		tries++;
+		ret = rejoin_once(s, end);
+		if (!ret || ret == -EACCES || ret == -ESRCH || lm_err_is_protocol(ret) ||
+		    lm_interrupted)
 			break;
-		lm_conn_close(&s->m);
-		lm_conn_close(&s->urg);
-		usleep(100000);
+		if (pause_ms < 800)
+			pause_ms *= 2;
+		if (ms_left(end) <= (int)pause_ms)
+			continue;
+		lm_sleep_until(lm_now_ns() + pause_ms * 1000000ull);
 	}
 	s->rejoining = false;
-	if (!ret)
-		ret = take_need(s);
 	if (ret) {
-		fprintf(stderr, "lm: source: no rejoin within %d ms: %s\n", s->o->timeout_ms,
-			s->m.err[0] ? s->m.err : strerror(-ret));
+		fprintf(stderr, "lm: source: no rejoin within %d ms (%u attempts): %s\n", limit,
+			tries, s->m.err[0] ? s->m.err : strerror(-ret));
 		return ret;
 	}
 	s->urg.timeout_ms = 0;
@@ -574,8 +608,8 @@ static int rejoin(struct src *s)
 		return -EAGAIN;
 	s->urg_running = true;
 	s->rejoins++;
-	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break\n",
-		(double)(lm_now_ns() - t0) / 1e6);
+	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break "
+		"(attempt %u)\n", (double)(lm_now_ns() - t0) / 1e6, tries);
 	return 0;
 }
 
@@ -711,22 +745,30 @@ static int setup(struct src *s, const struct lm_opts *o)
  * after --timeout.
  */
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
-		       unsigned int kind)
+		       unsigned int kind, int timeout_ms)
 {
 	int fd = lm_connect_quiet(addr, s->rejoining), ret;
 
-	if (fd < 0)
+	if (fd < 0) {
+		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: cannot connect",
+			 name, addr);
 		return -ECONNREFUSED;
-	ret = lm_conn_init(c, fd, name, &s->link, s->o->timeout_ms);
+	}
+	ret = lm_conn_init(c, fd, name, &s->link, timeout_ms < s->o->timeout_ms ? timeout_ms :
+			   s->o->timeout_ms);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
-	if (ret && !s->rejoining) {
+	c->timeout_ms = s->o->timeout_ms;
+	/* a rejoin retries quietly: only its last failure is told */
+	if (ret && !s->rejoining)
 		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);
+	if (ret && c != &s->m)
+		memcpy(s->m.err, c->err, sizeof(s->m.err));
+	if (ret)
 		return ret;
-	}
 	s->verify = s->hello.verify;
 	return 0;
 }
@@ -742,9 +784,9 @@ static int connect_both(struct src *s, const char *addr)
 		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
 		.t_start_ns = s->t_start,
 	};
-	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN);
+	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN, s->o->timeout_ms);
 	if (!ret)
-		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT);
+		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT, s->o->timeout_ms);
 	s->urg.timeout_ms = 0;	/* requests come when they come */
 	return ret;
 }

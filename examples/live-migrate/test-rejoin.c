@@ -45,7 +45,10 @@ struct proxy {
 	int lfd;
 	char dest[64];
 	enum cut_at at;
-	atomic_int stop, cuts;
+	int down_ms;		/* after the cut: refuse every connection this long */
+	int refuse_first;	/* and at least this many reconnects */
+	uint64_t down_until;
+	atomic_int stop, cuts, refused;
 	struct leg leg[2 * MAXP];
 	int nleg;
 	pthread_t tid;
@@ -68,6 +71,7 @@ static void reset_all(struct proxy *p)
 		p->leg[i].from = p->leg[i + (i % 2 ? -1 : 1)].to = -1;
 	}
 	p->nleg = 0;
+	p->down_until = lm_now_ns() + (uint64_t)p->down_ms * 1000000ull;
 	atomic_fetch_add(&p->cuts, 1);
 }
 
@@ -120,7 +124,17 @@ static void *proxy_main(void *arg)
 		if (poll(pf, (nfds_t)n, 50) <= 0)
 			continue;
 		if ((pf[0].revents & POLLIN) && p->nleg + 2 <= 2 * MAXP) {
-			int c = accept(p->lfd, NULL, NULL), d = c >= 0 ? dial(p->dest) : -1;
+			int c = accept(p->lfd, NULL, NULL), d;
+
+			/* the link is down: the reconnect fails in its handshake */
+			if (c >= 0 && atomic_load(&p->cuts) &&
+			    (lm_now_ns() < p->down_until ||
+			     atomic_load(&p->refused) < p->refuse_first)) {
+				atomic_fetch_add(&p->refused, 1);
+				close(c);
+				continue;
+			}
+			d = c >= 0 ? dial(p->dest) : -1;
 
 			if (c >= 0 && d >= 0) {
 				p->leg[p->nleg++] = (struct leg){ .from = c, .to = d, .parse = true };
@@ -164,10 +178,12 @@ static void *proxy_main(void *arg)
  * another thread runs may copy a lock (the allocator's, a sanitizer's)
  * that thread holds, and the child would hang on it.
  */
-static void proxy_listen(struct proxy *p, const char *dest, enum cut_at at, char *addr,
-			 size_t alen)
+static void proxy_listen(struct proxy *p, const char *dest, enum cut_at at, int down_ms,
+			 char *addr, size_t alen)
 {
 	memset(p, 0, sizeof(*p));
+	p->down_ms = down_ms;
+	p->refuse_first = down_ms ? 2 : 0;
 	snprintf(p->dest, sizeof(p->dest), "%s", dest);
 	p->at = at;
 	p->lfd = lmt_listener(addr, alen);
@@ -188,8 +204,8 @@ static void proxy_stop(struct proxy *p)
 	close(p->lfd);
 }
 
-/* dest behind the proxy; both exit statuses */
-static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
+/* dest behind the proxy; both exit statuses; the link stays down down_ms */
+static void cut_down(const char *mode, enum cut_at at, int down_ms, int *src_rc, int *dst_rc)
 {
 	char daddr[64], paddr[64], lfd_s[16];
 	int lfd = lmt_listener(daddr, sizeof(daddr));
@@ -208,7 +224,7 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
-	proxy_listen(&p, daddr, at, paddr, sizeof(paddr));
+	proxy_listen(&p, daddr, at, down_ms, paddr, sizeof(paddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
 				     "--verify", "--timeout", "3000", "--size", "4M", "--stale", "0.3",
@@ -222,9 +238,15 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 	*dst_rc = lmt_status(d);
 	/* before any assert: a failed case must not leave its proxy running */
 	proxy_stop(&p);
-	print_message("# cut %d time(s); source %d, destination %d\n", atomic_load(&p.cuts),
-		      *src_rc, *dst_rc);
+	print_message("# cut %d time(s), %d reconnect(s) refused; source %d, destination %d\n",
+		      atomic_load(&p.cuts), atomic_load(&p.refused), *src_rc, *dst_rc);
 	assert_int_equal(atomic_load(&p.cuts), 1);
+	assert_true(atomic_load(&p.refused) >= p.refuse_first);
+}
+
+static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
+{
+	cut_down(mode, at, 0, src_rc, dst_rc);
 }
 
 static void cut_mid_postcopy(const char *mode)
@@ -248,6 +270,34 @@ static void test_cut_postcopy_missing(void **state)
 {
 	(void)state;
 	cut_mid_postcopy("postcopy-missing");
+}
+
+/*
+ * The link stays down 1.5 s after the cut -- many retries long -- and the
+ * first reconnects fail in their handshake: the source retries until its
+ * deadline (--timeout 3000) and the destination serves from the new link.
+ */
+static void down_mid_postcopy(const char *mode)
+{
+	int s, d;
+
+	cut_down(mode, CUT_PUSH, 1500, &s, &d);
+	assert_true(lmt_file_has(DERR, "the source rejoined"));
+	assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_int_equal(s, LM_EXIT_OK);
+}
+
+static void test_down_postcopy_minor(void **state)
+{
+	(void)state;
+	down_mid_postcopy("minor");
+}
+
+static void test_down_postcopy_missing(void **state)
+{
+	(void)state;
+	down_mid_postcopy("postcopy-missing");
 }
 
 /* At SWITCH: not committed; the source resumes, the destination stops. */
@@ -277,6 +327,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cut_postcopy_minor),
 		cmocka_unit_test(test_cut_postcopy_missing),
+		cmocka_unit_test(test_down_postcopy_minor),
+		cmocka_unit_test(test_down_postcopy_missing),
 		cmocka_unit_test(test_cut_at_switch),
 		cmocka_unit_test(test_cut_precopy),
 	};
