@@ -85,35 +85,40 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN])
 	return 0;
 }
 
-/* MAC over a label and the parts, in order. */
-static void mac_of(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
-		   const void *a, size_t alen, const void *b, size_t blen, const void *c,
-		   size_t clen)
+/*
+ * The handshake's MAC, keyed with the shared key: a label naming the
+ * direction, then everything both ends must agree on -- the CHALLENGE
+ * whole (its version and its verify flag too), the connection's kind, the
+ * session, the source's nonce and the HELLO whole -- so the network can
+ * change none of it, nor turn --verify off.
+ */
+static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+		   const struct lm_challenge *ch, const struct lm_auth *a,
+		   const struct lm_hello *hello)
 {
 	crypto_auth_hmacsha512256_state st;
+	uint8_t kind[4] = { (uint8_t)a->kind };
 
 	crypto_auth_hmacsha512256_init(&st, key, LM_KEYLEN);
 	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
-	crypto_auth_hmacsha512256_update(&st, a, alen);
-	crypto_auth_hmacsha512256_update(&st, b, blen);
-	crypto_auth_hmacsha512256_update(&st, c, clen);
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)ch, sizeof(*ch));
+	crypto_auth_hmacsha512256_update(&st, kind, sizeof(kind));
+	crypto_auth_hmacsha512256_update(&st, a->session, LM_SESSION);
+	crypto_auth_hmacsha512256_update(&st, a->nonce, LM_NONCE);
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)hello, sizeof(*hello));
 	crypto_auth_hmacsha512256_final(&st, out);
 }
 
 static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a)
+		    const struct lm_auth *a, const struct lm_hello *hello)
 {
-	uint8_t kind[4] = { (uint8_t)a->kind };
-
-	mac_of(out, key, "lm-auth-1 source", ch->nonce, LM_NONCE, kind, 4, a->session,
-	       LM_SESSION + LM_NONCE);	/* session, then the source's nonce */
+	hs_mac(out, key, "lm-auth-4 source", ch, a, hello);
 }
 
 static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a)
+		    const struct lm_auth *a, const struct lm_hello *hello)
 {
-	mac_of(out, key, "lm-auth-1 destination", a->nonce, LM_NONCE, ch->nonce, LM_NONCE,
-	       a->session, LM_SESSION);
+	hs_mac(out, key, "lm-auth-4 destination", ch, a, hello);
 }
 
 static const struct lm_geom no_geom;
@@ -182,7 +187,8 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		hello->verify = 1;
 	memcpy(a.session, session, LM_SESSION);
 	randombytes_buf(a.nonce, LM_NONCE);
-	src_mac(a.mac, key, &ch, &a);
+	hello->version = LM_VERSION;
+	src_mac(a.mac, key, &ch, &a, hello);
 	ret = lm_send(c, LM_AUTH, 0, &a, NULL, 0);
 	/* read only once AUTH checks out; answered with AUTH_OK or REFUSE */
 	if (!ret)
@@ -192,7 +198,7 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
 	if (ret)
 		return ret;
-	dst_mac(want, key, &ch, &a);
+	dst_mac(want, key, &ch, &a, hello);
 	if (sodium_memcmp(want, ((const struct lm_auth_ok *)f.fixed)->mac, LM_MACLEN)) {
 		snprintf(c->err, sizeof(c->err), "the destination did not prove the key: this "
 			 "is not our destination");
@@ -201,43 +207,19 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 	return 0;
 }
 
-int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
-		   struct lm_challenge *ch)
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
+		  const struct lm_hello *hello)
 {
 	uint8_t want[LM_MACLEN];
-	struct lm_frame f;
-	int ret;
 
-	*ch = (struct lm_challenge){ .version = LM_VERSION, .flags = flags };
-	randombytes_buf(ch->nonce, LM_NONCE);
-	ret = lm_send(c, LM_CHALLENGE, 0, ch, NULL, 0);
-	if (!ret)
-		ret = lm_recv(c, &no_geom, &f);
-	if (ret)
-		return ret;
-	if (f.h.type != LM_AUTH) {
-		snprintf(c->err, sizeof(c->err), "expected AUTH, got %s (not an lm source of "
-			 "this version, or no key)", lm_type_name(f.h.type));
-		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
-		return -EACCES;
-	}
-	*out = *(const struct lm_auth *)f.fixed;
-	src_mac(want, key, ch, out);
-	if (sodium_memcmp(want, out->mac, LM_MACLEN)) {
-		snprintf(c->err, sizeof(c->err), "wrong key");
-		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
-		return -EACCES;
-	}
-	return 0;
+	src_mac(want, key, ch, a, hello);
+	return sodium_memcmp(want, a->mac, LM_MACLEN) ? -EACCES : 0;
 }
 
-int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a)
+void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
+		     const struct lm_auth *a, const struct lm_hello *hello)
 {
-	struct lm_auth_ok ok;
-
-	dst_mac(ok.mac, key, ch, a);
-	return lm_send(c, LM_AUTH_OK, 0, &ok, NULL, 0);
+	dst_mac(ok->mac, key, ch, a, hello);
 }
 
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size)

@@ -1046,24 +1046,30 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	lm_link_init(&d->link, o->bandwidth, o->rtt_ns);
 	d->m.fd = d->urg.fd = -1;
 	lm_door_init(&d->door, o, lfd, max_size(o));
+	if (lm_door_start(&d->door))
+		return LM_EXIT_USAGE;
 	/* like any server, it waits for its source without limit */
 	ret = lm_door_admit(&d->door, &d->m, "main", &d->link, LM_AUTH_MAIN, -1, &d->hello);
 	if (ret == -ECANCELED)
 		fprintf(stderr, "lm: destination: interrupted while waiting for a source\n");
-	if (ret)
+	if (ret) {
+		lm_door_stop(&d->door);
 		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_USAGE;
+	}
 	ret = setup(d);
-	if (ret)
+	if (ret) {
+		lm_door_stop(&d->door);
 		return LM_EXIT_USAGE;
+	}
 	/* the urgent connection follows at once, or the source is gone */
 	ret = lm_door_admit(&d->door, &d->urg, "urgent", &d->link, LM_AUTH_URGENT,
 			    o->timeout_ms, &(struct lm_hello){ 0 });
-	if (ret)
-		return LM_EXIT_PEER_LOST;
+	if (ret) {
+		lm_door_stop(&d->door);
+		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_PEER_LOST;
+	}
 	d->urg.timeout_ms = 0;	/* idle until the switch-over */
-	ret = lm_door_start(&d->door);
-	if (!ret)
-		ret = start_sampler(d);
+	ret = start_sampler(d);
 	if (!ret)
 		ret = prepare_postcopy(d);
 	if (!ret)

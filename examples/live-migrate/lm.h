@@ -197,11 +197,12 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
 int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
 		   struct lm_hello *hello);
-/* Destination: CHALLENGE, then AUTH checked; -EACCES (refused) on a wrong key. */
-int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
-		   struct lm_challenge *ch);
-int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a);
+/* Destination: 0 if AUTH's MAC binds this challenge and hello to the key, else -EACCES. */
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
+		  const struct lm_hello *hello);
+/* AUTH_OK: the destination's proof of the key over the same. */
+void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
+		     const struct lm_auth *a, const struct lm_hello *hello);
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
@@ -210,20 +211,24 @@ struct lm_door {
 	const struct lm_opts *o;
 	int lfd;
 	uint64_t max_size;
-	uint8_t session[LM_SESSION];	/* the admitted migration's */
-	atomic_uint_fast64_t refused;
+	const char *max_why;		/* which limit set max_size, for a refusal */
 	pthread_t tid;
 	bool running;
 	atomic_int stop;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* with cond: what the doorman hands over */
 	pthread_cond_t cond;
+	bool have_session, urgent_given;
+	uint8_t session[LM_SESSION];	/* the admitted migration's */
+	struct lm_hello hello;		/* its main connection's */
+	atomic_uint_fast64_t refused;
 	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
+	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
 };
 
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
-/* An authenticated connection of this kind (its HELLO in hello), refusing
- * every other; wait_ms < 0: no limit. */
+/* The admitted connection of this kind (main's HELLO in hello), from the
+ * doorman (lm_door_start first); wait_ms < 0: no limit. */
 int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
 int lm_door_start(struct lm_door *door);

@@ -357,6 +357,9 @@ static int sockbuf(void)
 	return e ? atoi(e) : LM_SOCKBUF;
 }
 
+/* Strangers may connect many at once: the door takes up to 64 handshakes. */
+#define LM_BACKLOG 128
+
 static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
@@ -367,7 +370,7 @@ static int listen_on(const char *addr)
 	if (fd >= 0 && buf > 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, LM_BACKLOG)) {
 		fprintf(stderr, "lm: cannot listen on %s: %s\n", addr, strerror(errno));
 		return -1;
 	}

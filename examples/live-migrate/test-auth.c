@@ -223,6 +223,52 @@ static void test_refusal_rate(void **state)
 	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
+/*
+ * n strangers drip bytes at the door from before the source comes until
+ * after it is gone: the source is admitted at once, each stranger is cut
+ * off at its handshake's total deadline (--timeout 1500, however the bytes
+ * trickle in), and the destination exits as soon as the source does.
+ */
+static void slowloris(int n)
+{
+	const char *da[] = { "dest", "--listen-fd", lfd_s, "--size", "4M", "--key", lmt_key(),
+			     "--timeout", "1500", "--rtt", "1ms", NULL };
+	const char *sa[] = { "source", "--to", addr, "--size", "4M", "--precopy", "2",
+			     "--after", "0.3", "--key", lmt_key(), "--timeout", "1500", NULL };
+	int lfd = lmt_listener(addr, sizeof(addr)), cuts;
+	pid_t d, s, slow;
+	double t_src;
+
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	d = lmt_spawn(DERR, NULL, da);
+	close(lfd);
+	slow = lmt_slowloris_start(addr, n);
+	usleep(300000);
+	s = lmt_spawn(SERR, NULL, sa);
+	assert_true(lmt_expect(s, LM_EXIT_OK));
+	t_src = lmt_now();
+	assert_true(lmt_expect(d, LM_EXIT_OK));
+	print_message("# %d slowloris: the destination exited %.2f s after the source\n", n,
+		      lmt_now() - t_src);
+	assert_true(lmt_now() - t_src < 1.0);
+	cuts = lmt_slowloris_stop(slow);
+	print_message("# the strangers were cut off %d times\n", cuts);
+	assert_true(cuts >= n);
+	assert_true(lmt_file_has(DERR, "no handshake within 1500 ms"));
+}
+
+static void test_slowloris_1(void **state)
+{
+	(void)state;
+	slowloris(1);
+}
+
+static void test_slowloris_50(void **state)
+{
+	(void)state;
+	slowloris(50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +280,8 @@ int main(void)
 		cmocka_unit_test(test_max_size_option),
 		cmocka_unit_test(test_second_source),
 		cmocka_unit_test(test_refusal_rate),
+		cmocka_unit_test(test_slowloris_1),
+		cmocka_unit_test(test_slowloris_50),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

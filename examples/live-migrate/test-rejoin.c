@@ -205,8 +205,12 @@ static void proxy_stop(struct proxy *p)
 }
 
 /* dest behind the proxy; both exit statuses; the link stays down down_ms */
+static int nslow;	/* strangers dripping bytes at the destination meanwhile */
+
 static void cut_down(const char *mode, enum cut_at at, int down_ms, int *src_rc, int *dst_rc)
 {
+	pid_t slow = 0;
+	double t_src;
 	char daddr[64], paddr[64], lfd_s[16];
 	int lfd = lmt_listener(daddr, sizeof(daddr));
 	struct proxy p;
@@ -224,6 +228,8 @@ static void cut_down(const char *mode, enum cut_at at, int down_ms, int *src_rc,
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
+	if (nslow)
+		slow = lmt_slowloris_start(daddr, nslow);
 	proxy_listen(&p, daddr, at, down_ms, paddr, sizeof(paddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
@@ -235,7 +241,12 @@ static void cut_down(const char *mode, enum cut_at at, int down_ms, int *src_rc,
 	}
 	proxy_run(&p);
 	*src_rc = lmt_status(s);
+	t_src = lmt_now();
 	*dst_rc = lmt_status(d);
+	if (slow)
+		print_message("# %d slowloris cut off %d times; the destination exited %.2f s "
+			      "after the source\n", nslow, lmt_slowloris_stop(slow),
+			      lmt_now() - t_src);
 	/* before any assert: a failed case must not leave its proxy running */
 	proxy_stop(&p);
 	print_message("# cut %d time(s), %d reconnect(s) refused; source %d, destination %d\n",
@@ -300,6 +311,23 @@ static void test_down_postcopy_missing(void **state)
 	down_mid_postcopy("postcopy-missing");
 }
 
+/* The same while strangers hold connections to the destination's door. */
+static void test_down_slowloris_1(void **state)
+{
+	(void)state;
+	nslow = 1;
+	down_mid_postcopy("minor");
+	nslow = 0;
+}
+
+static void test_down_slowloris_50(void **state)
+{
+	(void)state;
+	nslow = 50;
+	down_mid_postcopy("minor");
+	nslow = 0;
+}
+
 /* At SWITCH: not committed; the source resumes, the destination stops. */
 static void test_cut_at_switch(void **state)
 {
@@ -329,6 +357,8 @@ int main(void)
 		cmocka_unit_test(test_cut_postcopy_missing),
 		cmocka_unit_test(test_down_postcopy_minor),
 		cmocka_unit_test(test_down_postcopy_missing),
+		cmocka_unit_test(test_down_slowloris_1),
+		cmocka_unit_test(test_down_slowloris_50),
 		cmocka_unit_test(test_cut_at_switch),
 		cmocka_unit_test(test_cut_precopy),
 	};
