@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	3
+#define LM_VERSION	4
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
