@@ -121,6 +121,13 @@ static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_
 	hs_mac(out, key, "lm-auth-4 destination", ch, a, hello);
 }
 
+void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
+			const struct lm_challenge *ch, const struct lm_auth *a,
+			const struct lm_hello *hello)
+{
+	hs_mac(out, key, "lm-auth-4 not resumed", ch, a, hello);
+}
+
 static const struct lm_geom no_geom;
 
 static int refused(struct lm_conn *c, const struct lm_refuse *r)
@@ -143,6 +150,10 @@ static int refused(struct lm_conn *c, const struct lm_refuse *r)
 		snprintf(c->err, sizeof(c->err), "the destination runs --mode %s",
 			 lm_mode_name(r->mode));
 		return -EINVAL;
+	case LM_REFUSE_NOT_RESUMED:
+		snprintf(c->err, sizeof(c->err), "the destination did not resume the workload "
+			 "and never will: it is the source's again");
+		return -ENOLINK;
 	default:
 		snprintf(c->err, sizeof(c->err), "the destination has no migration to rejoin "
 			 "(session unknown or over)");
@@ -196,6 +207,15 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 			      kind == LM_AUTH_REJOIN_URGENT ? LM_F_URGENT : 0, hello, NULL, 0);
 	if (!ret)
 		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
+	if (ret == -ENOLINK) {
+		/* the workload comes back here only on the destination's word */
+		lm_not_resumed_mac(want, key, &ch, &a, hello);
+		if (sodium_memcmp(want, ((const struct lm_refuse *)f.fixed)->mac, LM_MACLEN)) {
+			snprintf(c->err, sizeof(c->err), "a 'not resumed' refusal without the "
+				 "destination's MAC: forged, ignored");
+			return -EACCES;
+		}
+	}
 	if (ret)
 		return ret;
 	dst_mac(want, key, &ch, &a, hello);

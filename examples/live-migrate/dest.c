@@ -61,8 +61,11 @@ struct dst {
 	struct uffdm *u;
 	struct uffdm_handler *h;
 	struct workload wl;
-	pthread_t urg_tid, walk_tid, fault_tid, sample_tid;
-	bool urg_running, walk_running, fault_running, sample_running;
+	pthread_t urg_tid, walk_tid, fault_tid, sample_tid, beat_tid;
+	bool urg_running, walk_running, fault_running, sample_running, beat_running;
+	atomic_int beat_stop;
+	_Atomic uint64_t tick;		/* bumped by every step of progress after DONE */
+	atomic_uint phase;		/* enum lm_progress_phase */
 	atomic_uint_fast64_t mapped, faults, demand, nsamples;
 	uint64_t *lat, *lat_t;		/* fault latency samples and when */
 	uint64_t t_resume, t_switch, t_hello, t_done, ops_resume;
@@ -675,8 +678,8 @@ static bool source_gave_up(struct dst *d)
 	struct pollfd p = { .fd = d->m.fd, .events = POLLRDHUP };
 
 	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-		snprintf(d->m.err, sizeof(d->m.err), "the source gave up before this destination "
-			 "resumed (it resumes the workload itself)");
+		snprintf(d->m.err, sizeof(d->m.err), "the link to the source broke before this "
+			 "destination resumed: it does not, and tells the source so");
 		return true;
 	}
 	return false;
@@ -725,6 +728,86 @@ static int resume(struct dst *d)
 	/* never touch the view here: this thread receives the pushes */
 	d->ops_resume = d->sw.ops_total;
 	return lm_send(&d->m, LM_RESUMED, 0, &rs, NULL, 0);
+}
+
+/* ---- after DONE: progress both ends can see ----------------------------- */
+
+/*
+ * PROGRESS to the source each third of --timeout while the destination
+ * gets on -- a page mapped, a slice of --after run -- or checks (CPU work
+ * bounded by the memory size): the source's wait for FIN follows this
+ * side's progress, not a fixed time, and a destination that stops getting
+ * on goes silent, so the source sees the stall within --timeout.
+ */
+static void *heartbeat(void *p)
+{
+	struct dst *d = p;
+	uint64_t sent = atomic_load(&d->tick);
+	uint64_t every = (uint64_t)d->o->timeout_ms * 1000000ull / 3;
+
+	while (!atomic_load(&d->beat_stop)) {
+		uint64_t t = lm_now_ns() + every, now;
+
+		while (!atomic_load(&d->beat_stop) && (now = lm_now_ns()) < t)
+			lm_sleep_until(now + 20000000ull < t ? now + 20000000ull : t);
+		if (atomic_load(&d->beat_stop))
+			break;
+		if (atomic_load(&d->tick) != sent || atomic_load(&d->phase) == LM_PHASE_CHECKING) {
+			struct lm_progress pr = { .mapped = atomic_load(&d->mapped),
+						  .phase = atomic_load(&d->phase) };
+
+			sent = atomic_load(&d->tick);
+			if (lm_send(&d->m, LM_PROGRESS, 0, &pr, NULL, 0))
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void beat_start(struct dst *d)
+{
+	atomic_store(&d->beat_stop, 0);
+	d->beat_running = !lm_thread_start(&d->beat_tid, heartbeat, d);
+}
+
+static void beat_stop(struct dst *d)
+{
+	if (!d->beat_running)
+		return;
+	atomic_store(&d->beat_stop, 1);
+	pthread_join(d->beat_tid, NULL);
+	d->beat_running = false;
+}
+
+/*
+ * Every page mapped, or -ETIMEDOUT when none was for --timeout with pages
+ * still missing (a stalled link, the urgent one perhaps alone): then the
+ * connections are dropped and the source rejoins to send what is missing.
+ */
+static int wait_mapped(struct dst *d)
+{
+	uint64_t last = atomic_load(&d->mapped), t_last = lm_now_ns();
+	uint64_t limit = (uint64_t)d->o->timeout_ms * 1000000ull;
+
+	atomic_store(&d->phase, LM_PHASE_MAPPING);
+	while (last < d->npages && !atomic_load(&d->dead)) {
+		uint64_t now, m;
+
+		usleep(200);
+		now = lm_now_ns();
+		m = atomic_load(&d->mapped);
+		if (m != last) {
+			last = m;
+			t_last = now;
+			atomic_fetch_add(&d->tick, 1);
+		} else if (now - t_last > limit) {
+			snprintf(d->m.err, sizeof(d->m.err), "no page mapped for %d ms with %llu of "
+				 "%llu still missing (a stalled link)", d->o->timeout_ms,
+				 (unsigned long long)(d->npages - m), (unsigned long long)d->npages);
+			return -ETIMEDOUT;
+		}
+	}
+	return atomic_load(&d->dead) ? -EPIPE : 0;
 }
 
 /* ---- end ------------------------------------------------------------------- */
@@ -858,18 +941,22 @@ static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
 static int finish(struct dst *d)
 {
 	struct lm_report rep = { 0 };
-	uint64_t t_end, t_run;
+	struct lm_fin fin = { 0 };
+	uint64_t t_end, t_run, t_after;
 	char err[160];
 	int rc = LM_EXIT_OK;
 
-	while (atomic_load(&d->mapped) < d->npages && !atomic_load(&d->dead))
-		usleep(200);
-	if (atomic_load(&d->dead))
-		return source_lost(d, d->dead_msg, -EPIPE);
 	d->t_done = lm_now_ns();
 	rep.postcopy_ms = (double)(d->t_done - d->t_resume) / 1e6;
-	lm_sleep_until(d->t_resume + (uint64_t)(d->o->after_s * 1e9));
+	/* --after: in slices, each one progress the source hears of */
+	atomic_store(&d->phase, LM_PHASE_RUNNING);
+	t_after = d->t_resume + (uint64_t)(d->o->after_s * 1e9);
+	for (uint64_t now = lm_now_ns(); now < t_after; now = lm_now_ns()) {
+		lm_sleep_until(t_after - now > 100000000ull ? now + 100000000ull : t_after);
+		atomic_fetch_add(&d->tick, 1);
+	}
 	wl_pause(&d->wl);
+	atomic_store(&d->phase, LM_PHASE_CHECKING);
 	t_end = lm_now_ns();
 	rep.ops_after = (double)(wl_ops(&d->wl) - d->ops_resume) * 1e9 /
 			(double)(t_end - d->t_resume);
@@ -877,6 +964,7 @@ static int finish(struct dst *d)
 	wl_stop(&d->wl);
 	if (atomic_load(&d->wl.failed)) {
 		fprintf(stderr, "lm: destination: a workload thread got SIGBUS\n");
+		fin.flags |= LM_FIN_SIGBUS;
 		rc = LM_EXIT_VERIFY;
 	}
 	rep.invariants_ok = !wl_check(d->view, d->size, err, sizeof(err));
@@ -884,12 +972,23 @@ static int finish(struct dst *d)
 		fprintf(stderr, "lm: VERIFY: workload invariant broken after resume: %s\n", err);
 		rc = LM_EXIT_VERIFY;
 	}
+	/* test hook: one page seen other than the source had it */
+	if (d->o->inject && !strcmp(d->o->inject, "verify-fail"))
+		d->vis_hash[d->npages - 1] ^= 1;
 	if (d->verify && (rep.mismatched = verify_pages(d, &rep))) {
 		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
 			(unsigned long long)rep.mismatched);
 		rc = LM_EXIT_VERIFY;
 	}
-	lm_send(&d->m, LM_FIN, 0, NULL, NULL, 0);
+	beat_stop(d);
+	fin = (struct lm_fin){
+		.npages = d->npages, .mapped = atomic_load(&d->mapped), .verified = rep.verified,
+		.mismatched = rep.mismatched, .rc = (uint32_t)rc,
+		.flags = fin.flags | (d->verify ? LM_FIN_VERIFY : 0) |
+			 (rep.invariants_ok ? LM_FIN_INVARIANTS : 0),
+	};
+	lm_send(&d->m, LM_FIN, 0, &fin, NULL, 0);
+	lm_outcome_print(&fin, d->o, "destination");
 	rep.mode = d->o->mode;
 	rep.src = d->done;
 	rep.npages = d->npages;
@@ -1023,6 +1122,20 @@ static int fail(struct dst *d, const char *phase, int ret)
 	const char *why = d->m.err[0] ? d->m.err : strerror(-ret);
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
+	/*
+	 * SWITCH came but this side will not run the workload: the source
+	 * stays paused until told so (it never resumes on a guess).  Drop the
+	 * link so it asks at once, and answer its rejoin, signed.
+	 */
+	if (d->t_switch && !d->resumed) {
+		int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);
+
+		lm_conn_reset(&d->m);
+		lm_conn_reset(&d->urg);
+		if (!lm_door_tell_not_resumed(&d->door, wait * 2))
+			fprintf(stderr, "lm: destination: the source did not ask within %d ms "
+				"whether this destination resumed (it did not)\n", wait * 2);
+	}
 	stop_threads(d);
 	if (d->wl.running)
 		wl_stop(&d->wl);	/* parked, never run */
@@ -1077,17 +1190,35 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (ret)
 		return fail(d, "before the switch-over (the source keeps the workload)", ret);
 	ret = resume(d);
+	/* RESUMED lost with the link: the source rejoins (receive_postcopy fails first) */
+	if (ret && d->resumed && !lm_err_is_protocol(ret) && ret != -ECANCELED)
+		ret = 0;
 	if (ret && d->resumed)
 		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	if (ret)
 		return fail(d, "at the switch-over (the source keeps the workload)", ret);
 	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
 	       (double)(d->t_resume - d->t_switch) / 1e6);
-	while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) && d->rejoins < 16 &&
-	       !atomic_load(&d->dead) && !rejoin(d))
-		;
-	if (ret)
-		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	for (;;) {
+		while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) &&
+		       d->rejoins < 16 && !atomic_load(&d->dead) && !rejoin(d))
+			;
+		if (ret)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+		beat_start(d);
+		ret = wait_mapped(d);
+		if (!ret)
+			break;
+		beat_stop(d);
+		if (ret != -ETIMEDOUT || d->rejoins >= 16)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+		/* stalled: drop both connections; the source rejoins and resends */
+		shutdown(d->m.fd, SHUT_RDWR);
+		shutdown(d->urg.fd, SHUT_RDWR);
+		ret = rejoin(d);
+		if (ret)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	}
 	atomic_store(&d->rejoinable, 0);
 	return finish(d);
 }

@@ -199,6 +199,20 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 		   same_session(door, &h->auth) && atomic_load(&door->rejoin_ok)) {
 		if (!check_hello(door, h, hello))
 			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT]);
+	} else if (kind == LM_AUTH_REJOIN_MAIN && same_session(door, &h->auth) &&
+		   atomic_load(&door->not_resumed)) {
+		struct lm_refuse r = { .why = LM_REFUSE_NOT_RESUMED };
+
+		lm_not_resumed_mac(r.mac, door->o->key, &h->ch, &h->auth, hello);
+		hs_send(h->fd, LM_REFUSE, &r);
+		fprintf(stderr, "lm: destination: told the rejoining source %s that this "
+			"destination did not resume: the workload is the source's\n", h->peer);
+		atomic_store(&door->told, 1);
+		pthread_cond_broadcast(&door->cond);
+	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
+		   same_session(door, &h->auth)) {
+		/* SWITCH is here, the decision not yet made: it asks again */
+		busy = "it rejoins before this destination decided whether it resumes";
 	} else if (kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) {
 		busy = "it asks to rejoin a migration this destination does not have (or not yet)";
 		why = LM_REFUSE_SESSION;
@@ -474,6 +488,17 @@ int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms)
 	*mfd = m;
 	*ufd = u;
 	return 0;
+}
+
+/* Not resumed: answer a rejoining source so until it asks, or wait_ms. */
+bool lm_door_tell_not_resumed(struct lm_door *door, int wait_ms)
+{
+	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
+
+	atomic_store(&door->not_resumed, 1);
+	while (door->running && !atomic_load(&door->told) && lm_now_ns() < end)
+		usleep(20000);
+	return atomic_load(&door->told);
 }
 
 int lm_door_start(struct lm_door *door)

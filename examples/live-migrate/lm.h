@@ -23,6 +23,8 @@ enum {
 	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
 	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
+	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no word from the destination:
+				 * paused, not resumed here; the operator decides */
 	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
@@ -182,6 +184,7 @@ struct lm_report {
 };
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
+void lm_outcome_print(const struct lm_fin *f, const struct lm_opts *o, const char *side);
 int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
 
 /* ---- auth.c: the shared key and the handshake ---------------------------- */
@@ -203,6 +206,10 @@ int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struc
 /* AUTH_OK: the destination's proof of the key over the same. */
 void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
 		     const struct lm_auth *a, const struct lm_hello *hello);
+/* NOT_RESUMED's MAC: the destination's word that the workload is the source's. */
+void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
+			const struct lm_challenge *ch, const struct lm_auth *a,
+			const struct lm_hello *hello);
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
@@ -222,6 +229,8 @@ struct lm_door {
 	struct lm_hello hello;		/* its main connection's */
 	atomic_uint_fast64_t refused;
 	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
+	atomic_int not_resumed;		/* it never will: a rejoin is told so */
+	atomic_int told;		/* a rejoining source was told */
 	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
 };
@@ -235,6 +244,9 @@ int lm_door_start(struct lm_door *door);
 /* Both connections of a rejoin of this session, within wait_ms. */
 int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms);
 void lm_door_stop(struct lm_door *door);
+/* The destination will not resume: tell a rejoining source so (signed),
+ * waiting up to wait_ms for it to ask; whether it was told. */
+bool lm_door_tell_not_resumed(struct lm_door *door, int wait_ms);
 
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);

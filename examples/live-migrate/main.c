@@ -63,7 +63,8 @@ static void usage(FILE *f)
 "  -q, --quiet          no progress lines\n"
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
 "      mid-postcopy, 4 verification failed, 5 protocol error, 6 peer lost or\n"
-"      stopped answering, 7 wrong key\n");
+"      stopped answering, 7 wrong key, 8 outcome unknown (source: after SWITCH\n"
+"      the destination could not be asked; the workload stays paused here)\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) die_usage(const char *fmt, ...)

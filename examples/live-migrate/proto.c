@@ -21,6 +21,7 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
 	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
 	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
+	[LM_PROGRESS] = "PROGRESS",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -29,7 +30,8 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_STALE] = sizeof(struct lm_stale), [LM_REQ] = sizeof(struct lm_req),
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
-	[LM_FIN] = 0, [LM_CHALLENGE] = sizeof(struct lm_challenge),
+	[LM_FIN] = sizeof(struct lm_fin), [LM_PROGRESS] = sizeof(struct lm_progress),
+	[LM_CHALLENGE] = sizeof(struct lm_challenge),
 	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
 	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),
 };
@@ -183,6 +185,22 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 			return bad(err, n, name, "protocol version differs");
 		if (m->flags & ~LM_CHAL_VERIFY)
 			return bad(err, n, name, "unknown flags");
+		return 0;
+	}
+	case LM_FIN: {
+		const struct lm_fin *m = p;
+
+		if (m->npages != g->npages || m->mapped > m->npages || m->verified > m->npages ||
+		    m->mismatched > m->npages || m->rc > 255 ||
+		    m->flags & ~(LM_FIN_VERIFY | LM_FIN_INVARIANTS | LM_FIN_SIGBUS))
+			return bad(err, n, name, "a verdict that cannot be");
+		return 0;
+	}
+	case LM_PROGRESS: {
+		const struct lm_progress *m = p;
+
+		if (m->mapped > g->npages || m->phase > LM_PHASE_CHECKING)
+			return bad(err, n, name, "progress that cannot be");
 		return 0;
 	}
 	case LM_AUTH:

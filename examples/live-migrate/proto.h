@@ -36,6 +36,7 @@ enum lm_type {
 	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too */
 	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
 	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
+	LM_PROGRESS,	/* dst -> src, after DONE: still working, and how far */
 	LM_TYPE_END,
 };
 
@@ -129,6 +130,25 @@ struct lm_resumed {
 	uint64_t t_resume_ns;
 };
 
+/* FIN: the destination's verdict, which the source reports and exits with */
+#define LM_FIN_VERIFY		(1u << 0)	/* pages were hashed and compared */
+#define LM_FIN_INVARIANTS	(1u << 1)	/* the workload's invariants hold */
+#define LM_FIN_SIGBUS		(1u << 2)	/* a workload thread got SIGBUS */
+
+struct lm_fin {
+	uint64_t npages, mapped, verified, mismatched;
+	uint32_t flags;
+	uint32_t rc;		/* the destination's exit status */
+};
+
+enum lm_progress_phase { LM_PHASE_MAPPING, LM_PHASE_RUNNING, LM_PHASE_CHECKING };
+
+struct lm_progress {
+	uint64_t mapped;
+	uint32_t phase;
+	uint32_t pad;
+};
+
 #define LM_NONCE	32
 #define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
 #define LM_SESSION	16
@@ -160,12 +180,15 @@ struct lm_auth_ok {
 };
 
 enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
-	LM_REFUSE_SESSION, LM_REFUSE_END };
+	LM_REFUSE_SESSION, LM_REFUSE_NOT_RESUMED, LM_REFUSE_END };
 
 struct lm_refuse {
 	uint32_t why;
 	uint32_t mode;		/* MODE: the destination's */
 	uint64_t max_size;	/* SIZE: the destination's cap */
+	/* NOT_RESUMED: the destination's MAC over this handshake: only it
+	 * may tell a source to take its workload back */
+	uint8_t mac[LM_MACLEN];
 };
 
 /* followed by a bitmap of nbits pages from first, like STALE */

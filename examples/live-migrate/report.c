@@ -163,3 +163,27 @@ int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
 	st = pclose(p);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
+
+/*
+ * The outcome, as the destination decided it: both ends print this same
+ * table on stderr (the destination's verdict travels in FIN), so the two
+ * logs cannot disagree about what happened.
+ */
+void lm_outcome_print(const struct lm_fin *f, const struct lm_opts *o, const char *side)
+{
+	if (o->quiet && !f->rc)
+		return;
+	fprintf(stderr, "lm: %s: outcome (the destination's verdict)\n", side);
+	fprintf(stderr, "lm:   pages       %llu of %llu mapped\n", (unsigned long long)f->mapped,
+		(unsigned long long)f->npages);
+	if (f->flags & LM_FIN_VERIFY)
+		fprintf(stderr, "lm:   verify      %llu verified, %llu mismatched\n",
+			(unsigned long long)f->verified, (unsigned long long)f->mismatched);
+	else
+		fprintf(stderr, "lm:   verify      off\n");
+	fprintf(stderr, "lm:   invariants  %s\n", f->flags & LM_FIN_INVARIANTS ? "hold" :
+		"BROKEN");
+	fprintf(stderr, "lm:   SIGBUS      %s\n", f->flags & LM_FIN_SIGBUS ?
+		"a workload thread got one" : "none");
+	fprintf(stderr, "lm:   result      %s (exit %u)\n", f->rc ? "FAILED" : "ok", f->rc);
+}

@@ -41,6 +41,9 @@ struct src {
 	const char *addr;
 	unsigned int rejoins;
 	bool rejoining;			/* connect quietly: the link is coming back */
+	bool switched;			/* SWITCH went out whole: never resume here alone */
+	bool stale_taken;
+	struct lm_fin fin;		/* the destination's verdict */
 	bool verify;			/* both ends agreed, from HELLO */
 	uint8_t session[LM_SESSION];
 	struct lm_hello hello;		/* as sent on the main connection */
@@ -250,6 +253,7 @@ static int take_stale(struct src *s)
 	int ret;
 
 	memset(s->dirty, 0, (s->npages + 7) / 8);
+	s->stale_taken = true;
 	ret = lm_track_collect(&s->tr, s->dirty, true);
 	for (uint64_t i = 0; !ret && i < s->npages; i++)
 		if (bit_get(s->dirty, i)) {
@@ -432,6 +436,20 @@ static int send_hashes(struct src *s)
 	return 0;
 }
 
+/* FIN, with the destination's verdict; PROGRESS frames keep the wait alive. */
+static int wait_fin(struct src *s)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&s->m, &s->g, &f)))
+		if (f.h.type == LM_FIN) {
+			s->fin = *(const struct lm_fin *)f.fixed;
+			return 0;
+		}
+	return ret;
+}
+
 static int wait_for(struct src *s, unsigned int type)
 {
 	struct lm_frame f;
@@ -497,10 +515,10 @@ static int postcopy_pass(struct src *s)
 	s->st.track = s->tr.kind;
 	if (!ret)
 		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
-	/* the destination runs --after seconds, then verifies: not silence */
-	s->m.timeout_ms = s->o->timeout_ms + (int)(s->o->after_s * 1000);
+	/* the destination maps, runs --after seconds and checks, saying
+	 * PROGRESS while it gets on: silence for --timeout is a stall */
 	if (!ret)
-		ret = wait_for(s, LM_FIN);
+		ret = wait_fin(s);
 	return ret;
 }
 
@@ -580,6 +598,7 @@ static int rejoin(struct src *s)
 	int limit = lm_rejoin_ms(s->o), ret = -ETIMEDOUT;
 	uint64_t t0 = lm_now_ns(), end = limit < 0 ? 0 : t0 + (uint64_t)limit * 1000000ull;
 	unsigned int tries = 0, pause_ms = 50;
+	int left;
 
 	stop_urgent(s);
 	lm_conn_close(&s->m);
@@ -588,21 +607,22 @@ static int rejoin(struct src *s)
 	while (ms_left(end)) {
 		tries++;
 		ret = rejoin_once(s, end);
-		if (!ret || ret == -EACCES || ret == -ESRCH || lm_err_is_protocol(ret) ||
-		    lm_interrupted)
+		if (!ret || ret == -EACCES || ret == -ESRCH || ret == -ENOLINK ||
+		    lm_err_is_protocol(ret) || lm_interrupted)
 			break;
 		if (pause_ms < 800)
 			pause_ms *= 2;
-		if (ms_left(end) <= (int)pause_ms)
-			continue;
-		lm_sleep_until(lm_now_ns() + pause_ms * 1000000ull);
+		/* the last attempt is made at the deadline, not after it */
+		left = ms_left(end);
+		lm_sleep_until(lm_now_ns() + (uint64_t)(left > (int)pause_ms ? (int)pause_ms :
+							left - 1) * 1000000ull);
 	}
 	s->rejoining = false;
-	if (ret) {
+	if (ret && ret != -ENOLINK)
 		fprintf(stderr, "lm: source: no rejoin within %d ms (%u attempts): %s\n", limit,
 			tries, s->m.err[0] ? s->m.err : strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	s->urg.timeout_ms = 0;
 	if (lm_thread_start(&s->urg_tid, urgent_server, s))
 		return -EAGAIN;
@@ -665,13 +685,19 @@ static int switch_over(struct src *s)
 		ret = send_switch(s);
 	if (ret)
 		return ret;
+	/*
+	 * SWITCH is out whole: the destination may run the workload from now
+	 * on, so this side never resumes it on its own (see recover()); an
+	 * interrupt only warns.
+	 */
+	s->switched = true;
+	lm_committed = 1;
 	if (s->o->mode == LM_MODE_MISSING)
 		ret = send_stale_list(s, &s->st.bytes_paused);
 	if (!ret)
 		ret = wait_for(s, LM_RESUMED);
 	if (ret)
 		return ret;
-	lm_committed = 1;	/* an interrupt no longer cancels */
 	/*
 	 * Minor mode collects after RESUMED: O(memory), so not in the
 	 * downtime, and not while the destination's workload wakes either
@@ -690,16 +716,34 @@ static int exit_for(int ret)
 	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
-static int migrate(struct src *s)
+/*
+ * SWITCH went out, RESUMED did not come: the destination may run the
+ * workload, so it is never resumed here on a guess.  Ask the destination
+ * (a rejoin of this session): if it resumed, carry on from where it is; if
+ * it answers, signed, that it did not and never will, take the workload
+ * back; if it cannot be reached within --rejoin, stay paused and leave the
+ * decision to the operator (exit 8).
+ */
+static int recover(struct src *s, int why)
 {
-	int ret = precopy(s);
+	int ret;
 
-	if (!ret)
-		ret = switch_over(s);
-	if (ret == -EIO)
-		return abort_locally(s, "dirty tracking failed");
-	if (ret)
-		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	fprintf(stderr, "lm: source: no RESUMED after SWITCH (%s): the destination may be "
+		"running the workload; staying paused and asking it\n",
+		s->m.err[0] ? s->m.err : strerror(-why));
+	if (!s->stale_taken && take_stale(s))
+		all_stale(s);
+	set_stale_ready(s, 1);
+	ret = rejoin(s);
+	if (ret == -ENOLINK)
+		return abort_locally(s, "the destination says, signed, that it did not resume "
+				     "the workload and never will");
+	if (ret) {
+		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: no word from the destination since "
+			"SWITCH; the workload stays paused and is not resumed here (the operator "
+			"decides: the destination may run it)\n");
+		return LM_EXIT_UNDECIDED;
+	}
 	ret = postcopy(s);
 	if (ret) {
 		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
@@ -707,6 +751,32 @@ static int migrate(struct src *s)
 		return exit_for(ret);
 	}
 	return LM_EXIT_OK;
+}
+
+static int migrate(struct src *s)
+{
+	int ret = precopy(s);
+
+	if (!ret)
+		ret = switch_over(s);
+	if (ret && s->switched)
+		ret = recover(s, ret);
+	else if (ret == -EIO)
+		return abort_locally(s, "dirty tracking failed");
+	else if (ret)
+		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	else
+		ret = postcopy(s);
+	if (ret < 0) {
+		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
+			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		return exit_for(ret);
+	}
+	if (ret)
+		return ret;
+	/* the destination's verdict is this side's too */
+	lm_outcome_print(&s->fin, s->o, "source");
+	return (int)s->fin.rc;
 }
 
 static int setup(struct src *s, const struct lm_opts *o)

@@ -30,7 +30,7 @@
 static char DERR[128], SERR[128];
 #define MAXP 8
 
-enum cut_at { CUT_PRECOPY, CUT_SWITCH, CUT_PUSH };
+enum cut_at { CUT_PRECOPY, CUT_SWITCH, CUT_PUSH, CUT_RESUMED };
 
 struct leg {
 	int from, to;
@@ -38,7 +38,8 @@ struct leg {
 	size_t hgot;
 	uint64_t left;		/* payload bytes of the current frame still to come */
 	bool cut_after;		/* cut when this frame is through */
-	bool parse;		/* source -> destination: read the frames */
+	bool parse;		/* read the frames */
+	bool back;		/* destination -> source */
 };
 
 struct proxy {
@@ -99,6 +100,12 @@ static size_t scan(struct proxy *p, struct leg *g, const uint8_t *b, size_t n)
 			g->left = h.len;
 			if (atomic_load(&p->cuts))
 				continue;
+			/* RESUMED is lost: not a byte of it goes on */
+			if (g->back) {
+				if (p->at == CUT_RESUMED && h.type == LM_RESUMED)
+					return i >= sizeof(h) ? i - sizeof(h) : 0;
+				continue;
+			}
 			if ((p->at == CUT_PUSH && h.type == LM_PAGES && (h.flags & LM_F_PUSH)) ||
 			    (p->at == CUT_PRECOPY && h.type == LM_PAGES))
 				return i;	/* mid-frame: the header goes, the rest not */
@@ -138,7 +145,8 @@ static void *proxy_main(void *arg)
 
 			if (c >= 0 && d >= 0) {
 				p->leg[p->nleg++] = (struct leg){ .from = c, .to = d, .parse = true };
-				p->leg[p->nleg++] = (struct leg){ .from = d, .to = c };
+				p->leg[p->nleg++] = (struct leg){ .from = d, .to = c, .parse = true,
+								  .back = true };
 				continue;
 			}
 			if (c >= 0)
@@ -328,16 +336,82 @@ static void test_down_slowloris_50(void **state)
 	nslow = 0;
 }
 
-/* At SWITCH: not committed; the source resumes, the destination stops. */
-static void test_cut_at_switch(void **state)
+/*
+ * Cut right after SWITCH went through: the destination may or may not
+ * have resumed, and RESUMED is lost either way.  One outcome whatever the
+ * timing: both finish (it resumed; the source rejoined), or the source
+ * takes the workload back only on the destination's signed word that it
+ * did not resume.  Never both running (source 2 with destination 3).
+ */
+static void cut_at_switch(const char *mode)
 {
 	int s, d;
 
-	(void)state;
-	cut("minor", CUT_SWITCH, &s, &d);
-	assert_int_equal(s, LM_EXIT_ABORTED);
-	assert_true(d == LM_EXIT_PEER_LOST || d == LM_EXIT_SOURCE_LOST);
+	cut(mode, CUT_SWITCH, &s, &d);
+	lmt_file_has(SERR, "@");	/* both logs, for the record */
+	lmt_file_has(DERR, "@");
+	if (s == LM_EXIT_OK) {
+		assert_int_equal(d, LM_EXIT_OK);
+		assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	} else {
+		assert_int_equal(s, LM_EXIT_ABORTED);
+		assert_int_equal(d, LM_EXIT_PEER_LOST);
+		assert_true(lmt_file_has(DERR, "did not resume"));
+		assert_true(lmt_file_has(SERR, "did not resume"));
+	}
 	assert_false(lmt_file_has(DERR, "VERIFY"));
+}
+
+static void test_cut_at_switch_minor(void **state)
+{
+	(void)state;
+	cut_at_switch("minor");
+}
+
+static void test_cut_at_switch_stopcopy(void **state)
+{
+	(void)state;
+	cut_at_switch("stop-copy");
+}
+
+static void test_cut_at_switch_missing(void **state)
+{
+	(void)state;
+	cut_at_switch("postcopy-missing");
+}
+
+/*
+ * The destination resumed and its RESUMED is lost with the link: in every
+ * mode the source stays paused, rejoins and finishes; never both running.
+ */
+static void lost_resumed(const char *mode)
+{
+	int s, d;
+
+	cut(mode, CUT_RESUMED, &s, &d);
+	assert_int_equal(s, LM_EXIT_OK);
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_true(lmt_file_has(SERR, "no RESUMED after SWITCH"));
+	assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	assert_false(lmt_file_has(SERR, "resumes on the source"));
+}
+
+static void test_lost_resumed_minor(void **state)
+{
+	(void)state;
+	lost_resumed("minor");
+}
+
+static void test_lost_resumed_stopcopy(void **state)
+{
+	(void)state;
+	lost_resumed("stop-copy");
+}
+
+static void test_lost_resumed_missing(void **state)
+{
+	(void)state;
+	lost_resumed("postcopy-missing");
 }
 
 static void test_cut_precopy(void **state)
@@ -359,7 +433,12 @@ int main(void)
 		cmocka_unit_test(test_down_postcopy_missing),
 		cmocka_unit_test(test_down_slowloris_1),
 		cmocka_unit_test(test_down_slowloris_50),
-		cmocka_unit_test(test_cut_at_switch),
+		cmocka_unit_test(test_cut_at_switch_minor),
+		cmocka_unit_test(test_cut_at_switch_stopcopy),
+		cmocka_unit_test(test_cut_at_switch_missing),
+		cmocka_unit_test(test_lost_resumed_minor),
+		cmocka_unit_test(test_lost_resumed_stopcopy),
+		cmocka_unit_test(test_lost_resumed_missing),
 		cmocka_unit_test(test_cut_precopy),
 	};
 
