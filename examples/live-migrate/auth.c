@@ -128,6 +128,43 @@ void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
 	hs_mac(out, key, "lm-auth-4 not resumed", ch, a, hello);
 }
 
+void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+		 const struct lm_auth *a)
+{
+	crypto_generichash_state st;
+	static const char label[] = "lm-conn-4";
+	uint8_t kind[4] = { (uint8_t)a->kind };
+
+	crypto_generichash_init(&st, key, LM_KEYLEN, 32);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, (const uint8_t *)ch, sizeof(*ch));
+	crypto_generichash_update(&st, kind, sizeof(kind));
+	crypto_generichash_update(&st, a->session, LM_SESSION);
+	crypto_generichash_update(&st, a->nonce, LM_NONCE);
+	crypto_generichash_final(&st, out, 32);
+}
+
+void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION])
+{
+	static const char label[] = "lm-verify-4";
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, key, LM_KEYLEN, 16);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, session, LM_SESSION);
+	crypto_generichash_final(&st, out, 16);
+}
+
+uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n)
+{
+	uint8_t h[crypto_shorthash_BYTES];
+	uint64_t v;
+
+	crypto_shorthash(h, p, n, vkey);
+	memcpy(&v, h, sizeof(v));
+	return v;
+}
+
 static const struct lm_geom no_geom;
 
 static int refused(struct lm_conn *c, const struct lm_refuse *r)
@@ -224,6 +261,10 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 			 "is not our destination");
 		return -EACCES;
 	}
+	/* every frame from here on carries a MAC under this connection's key */
+	lm_conn_key(want, key, &ch, &a);
+	lm_conn_seal(c, want, true);
+	sodium_memzero(want, sizeof(want));
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct dst {
 	struct lm_hello hello;
 	struct lm_door door;
 	bool verify;		/* as HELLO says: the source hashes only then */
+	uint8_t vkey[16];	/* --verify's hash key, of the key and session */
 	bool resumed;		/* the workload runs here */
 	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
 	bool stale_done;	/* the whole stale list came (counted once) */
@@ -116,7 +117,7 @@ static void sample(struct dst *d, uint64_t i)
 
 static uint64_t page_hash(struct dst *d, const void *p)
 {
-	return d->verify ? lm_hash(p, d->page) : 0;
+	return d->verify ? lm_page_hash(d->vkey, p, d->page) : 0;
 }
 
 /* missing mode: page i's content arrived; copy it in, which wakes its faults */
@@ -519,6 +520,7 @@ static int send_need(struct dst *d)
 static int rejoin(struct dst *d)
 {
 	int limit = lm_rejoin_ms(d->o), mfd, ufd, ret = -ETIMEDOUT;
+	uint8_t keys[2][32];
 	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)(limit < 0 ? 0 : limit) * 1000000ull;
 
 	if (limit < 0)
@@ -538,14 +540,14 @@ static int rejoin(struct dst *d)
 
 		if (limit >= 0 && now >= end)
 			break;
-		ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, limit < 0 ? 200 :
+		ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, keys, limit < 0 ? 200 :
 					  (int)((end - now) / 1000000ull) + 1);
 		if (ret && limit < 0 && !atomic_load(&d->dead))
 			continue;
 		if (ret)
 			break;
-		lm_conn_replace(&d->m, mfd);
-		lm_conn_replace(&d->urg, ufd);
+		lm_conn_replace(&d->m, mfd, keys[0]);
+		lm_conn_replace(&d->urg, ufd, keys[1]);
 		d->urg.timeout_ms = 0;
 		ret = send_need(d);
 		if (!ret)
@@ -1067,6 +1069,7 @@ static int setup(struct dst *d)
 
 	d->t_hello = lm_now_ns();
 	d->verify = d->hello.verify;
+	lm_verify_key(d->vkey, d->o->key, d->door.session);
 	if (d->hello.mode != d->o->mode || d->hello.backing > UFFDM_HUGETLB_1G) {
 		fprintf(stderr, "lm: destination: the source asks for mode %s, backing %u; "
 			"this destination runs %s\n", lm_mode_name(d->hello.mode),

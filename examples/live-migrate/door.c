@@ -162,10 +162,12 @@ static int check_hello(struct lm_door *door, struct hs *h, const struct lm_hello
 }
 
 /* Accepted: AUTH_OK, and the socket goes to dest.c (the lock is held). */
-static void give(struct lm_door *door, struct hs *h, const struct lm_hello *hello, int *slot)
+static void give(struct lm_door *door, struct hs *h, const struct lm_hello *hello, int *slot,
+		 uint8_t key[32])
 {
 	struct lm_auth_ok ok;
 
+	lm_conn_key(key, door->o->key, &h->ch, &h->auth);
 	lm_auth_ok_make(&ok, door->o->key, &h->ch, &h->auth, hello);
 	hs_send(h->fd, LM_AUTH_OK, &ok);
 	if (*slot >= 0)
@@ -188,17 +190,18 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 			memcpy(door->session, h->auth.session, LM_SESSION);
 			door->have_session = true;
 			door->hello = *hello;
-			give(door, h, hello, &door->given_fd[0]);
+			give(door, h, hello, &door->given_fd[0], door->given_key[0]);
 		}
 	} else if (kind == LM_AUTH_URGENT && same_session(door, &h->auth) && !door->urgent_given) {
 		if (!check_hello(door, h, hello)) {
 			door->urgent_given = true;
-			give(door, h, hello, &door->given_fd[1]);
+			give(door, h, hello, &door->given_fd[1], door->given_key[1]);
 		}
 	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
 		   same_session(door, &h->auth) && atomic_load(&door->rejoin_ok)) {
 		if (!check_hello(door, h, hello))
-			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT]);
+			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT],
+			     door->rejoin_key[kind == LM_AUTH_REJOIN_URGENT]);
 	} else if (kind == LM_AUTH_REJOIN_MAIN && same_session(door, &h->auth) &&
 		   atomic_load(&door->not_resumed)) {
 		struct lm_refuse r = { .why = LM_REFUSE_NOT_RESUMED };
@@ -422,7 +425,8 @@ static void *doorman(void *p)
 }
 
 /* Until cond holds, in 100 ms slices (an interrupt is seen); wait_ms < 0: no limit. */
-static int door_wait(struct lm_door *door, int *slot, int wait_ms)
+static int door_wait(struct lm_door *door, int *slot, const uint8_t *key, uint8_t out[32],
+		     int wait_ms)
 {
 	uint64_t end = wait_ms < 0 ? 0 : lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
 	int fd;
@@ -443,6 +447,7 @@ static int door_wait(struct lm_door *door, int *slot, int wait_ms)
 	}
 	fd = *slot;
 	*slot = -1;
+	memcpy(out, key, 32);
 	pthread_mutex_unlock(&door->lock);
 	if (fd >= 0)
 		return fd;
@@ -452,7 +457,9 @@ static int door_wait(struct lm_door *door, int *slot, int wait_ms)
 int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello)
 {
-	int fd = door_wait(door, &door->given_fd[kind == LM_AUTH_URGENT], wait_ms), ret;
+	unsigned int k = kind == LM_AUTH_URGENT;
+	uint8_t key[32];
+	int fd = door_wait(door, &door->given_fd[k], door->given_key[k], key, wait_ms), ret;
 
 	if (fd == -ETIMEDOUT)
 		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name, wait_ms);
@@ -465,20 +472,24 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		close(fd);
 		return ret;
 	}
+	lm_conn_seal(c, key, false);
+	sodium_memzero(key, sizeof(key));
 	pthread_mutex_lock(&door->lock);
 	*hello = door->hello;
 	pthread_mutex_unlock(&door->lock);
 	return 0;
 }
 
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms)
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+			int wait_ms)
 {
 	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
-	int m = door_wait(door, &door->rejoin_fd[0], wait_ms), u;
+	int m = door_wait(door, &door->rejoin_fd[0], door->rejoin_key[0], keys[0], wait_ms), u;
 
 	if (m < 0)
 		return m;
-	u = door_wait(door, &door->rejoin_fd[1], (int)((end - lm_now_ns()) / 1000000ull) + 100);
+	u = door_wait(door, &door->rejoin_fd[1], door->rejoin_key[1], keys[1],
+		      (int)((end - lm_now_ns()) / 1000000ull) + 100);
 	if (u < 0) {
 		close(m);
 		return u;

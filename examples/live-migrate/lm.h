@@ -206,6 +206,12 @@ int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struc
 /* AUTH_OK: the destination's proof of the key over the same. */
 void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
 		     const struct lm_auth *a, const struct lm_hello *hello);
+/* A connection's frame key, from the shared key and this handshake's nonces. */
+void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+		 const struct lm_auth *a);
+/* --verify's page hash is keyed (SipHash): the network cannot forge a page and its hash. */
+void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION]);
+uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n);
 /* NOT_RESUMED's MAC: the destination's word that the workload is the source's. */
 void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
 			const struct lm_challenge *ch, const struct lm_auth *a,
@@ -233,6 +239,7 @@ struct lm_door {
 	atomic_int told;		/* a rejoining source was told */
 	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
+	uint8_t given_key[2][32], rejoin_key[2][32];	/* their frame keys */
 };
 
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
@@ -241,8 +248,10 @@ void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64
 int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
 int lm_door_start(struct lm_door *door);
-/* Both connections of a rejoin of this session, within wait_ms. */
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms);
+/* Both connections of a rejoin of this session, within wait_ms; their
+ * frame keys in keys (lm_conn_seal). */
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+			int wait_ms);
 void lm_door_stop(struct lm_door *door);
 /* The destination will not resume: tell a rejoining source so (signed),
  * waiting up to wait_ms for it to ask; whether it was told. */

@@ -149,6 +149,7 @@ struct lm_progress {
 	uint32_t pad;
 };
 
+#define LM_TAGLEN	16	/* a sealed frame's MAC (keyed BLAKE2b) */
 #define LM_NONCE	32
 #define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
 #define LM_SESSION	16
@@ -248,9 +249,16 @@ struct lm_conn {
 	int tx_timeout_ms;	/* a send that makes no progress this long */
 	uint64_t spin_until_ns;	/* read without sleeping until then (probe knob) */
 	pthread_mutex_t wlock;
-	uint32_t seq;
+	uint32_t seq;		/* the next frame's; from 0 again once sealed */
+	/* after the handshake: every frame carries a MAC (LM_TAGLEN bytes after
+	 * its payload) under a key of this connection and direction, and its
+	 * seq must be the next one (lm_conn_seal) */
+	bool sealed;
+	uint32_t rx_seq;
+	uint8_t tx_key[32], rx_key[32];
 	uint64_t tx_bytes, rx_bytes;
 	uint8_t *buf;		/* LM_MAX_PAYLOAD */
+	uint8_t *txbuf;		/* LM_MAX_PAYLOAD: what a sealed frame's MAC covers */
 	char err[160];
 };
 
@@ -270,8 +278,12 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
 void lm_conn_reset(struct lm_conn *c);
-/* A new socket for the same connection (a rejoin); senders wait for it. */
-void lm_conn_replace(struct lm_conn *c, int fd);
+/* A new socket for the same connection (a rejoin), sealed with its frame
+ * key k (destination side); senders wait for it. */
+void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32]);
+/* From now on every frame is sealed: k is this connection's key (auth.c),
+ * source says which end this is (the two directions have keys of their own). */
+void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source);
 /* A malformed frame (exit 5), not a lost peer (exit 6)? */
 bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,

@@ -46,6 +46,7 @@ struct src {
 	struct lm_fin fin;		/* the destination's verdict */
 	bool verify;			/* both ends agreed, from HELLO */
 	uint8_t session[LM_SESSION];
+	uint8_t vkey[16];		/* --verify's hash key */
 	struct lm_hello hello;		/* as sent on the main connection */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
@@ -424,7 +425,7 @@ static int send_hashes(struct src *s)
 		int ret;
 
 		for (uint64_t i = 0; i < n; i++)
-			h[i] = lm_hash(s->back + (first + i) * s->page, s->page);
+			h[i] = lm_page_hash(s->vkey, s->back + (first + i) * s->page, s->page);
 		ret = lm_send(&s->m, LM_HASHES, first + n >= s->npages ? LM_F_LAST : 0, &hf, h,
 			      n * 8);
 		if (ret) {
@@ -848,6 +849,7 @@ static int connect_both(struct src *s, const char *addr)
 	int ret;
 
 	randombytes_buf(s->session, sizeof(s->session));
+	lm_verify_key(s->vkey, s->o->key, s->session);
 	s->hello = (struct lm_hello){
 		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
 		.page_size = (uint32_t)s->page, .backing = s->o->backing,
