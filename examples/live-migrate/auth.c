@@ -180,8 +180,8 @@ static int refused(struct lm_conn *c, const struct lm_refuse *r)
 		return -EBUSY;
 	case LM_REFUSE_SIZE:
 		snprintf(c->err, sizeof(c->err), "the destination takes at most %llu bytes "
-			 "(its --max-size); this region is larger",
-			 (unsigned long long)r->max_size);
+			 "(%s); this region is larger", (unsigned long long)r->max_size,
+			 lm_limit_name(r->mode));
 		return -EFBIG;
 	case LM_REFUSE_MODE:
 		snprintf(c->err, sizeof(c->err), "the destination runs --mode %s",

@@ -94,7 +94,6 @@ void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64
 	door->max_size = max_size;
 	door->rejoin_fd[0] = door->rejoin_fd[1] = -1;
 	door->given_fd[0] = door->given_fd[1] = -1;
-	door->max_why = "";
 	pthread_mutex_init(&door->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -152,10 +151,10 @@ static int check_hello(struct lm_door *door, struct hs *h, const struct lm_hello
 	}
 	if (hello->size > door->max_size || hello->backing > UFFDM_HUGETLB_1G) {
 		snprintf(why, sizeof(why), "it asks for a %llu-byte region, more than this "
-			 "destination's --max-size %llu%s", (unsigned long long)hello->size,
-			 (unsigned long long)door->max_size, door->max_why);
+			 "destination takes: %llu bytes (%s)", (unsigned long long)hello->size,
+			 (unsigned long long)door->max_size, lm_limit_name(door->max_kind));
 		say_refused(door, h->peer, why);
-		hs_refuse(h->fd, LM_REFUSE_SIZE, 0, door->max_size);
+		hs_refuse(h->fd, LM_REFUSE_SIZE, door->max_kind, door->max_size);
 		return -EFBIG;
 	}
 	return 0;

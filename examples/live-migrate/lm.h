@@ -224,7 +224,7 @@ struct lm_door {
 	const struct lm_opts *o;
 	int lfd;
 	uint64_t max_size;
-	const char *max_why;		/* which limit set max_size, for a refusal */
+	unsigned int max_kind;		/* which limit set max_size: enum lm_limit */
 	pthread_t tid;
 	bool running;
 	atomic_int stop;

@@ -52,6 +52,20 @@ const char *lm_mode_name(unsigned int mode)
 	return mode < LM_MODE_END ? mode_names[mode] : "unknown";
 }
 
+const char *lm_limit_name(unsigned int limit)
+{
+	static const char *const names[LM_LIMIT_END] = {
+		[LM_LIMIT_OPTION] = "its --max-size",
+		[LM_LIMIT_SIZE] = "its --size",
+		[LM_LIMIT_MEMAVAIL] = "its MemAvailable",
+		[LM_LIMIT_HUGEPAGES] = "its free huge pages",
+		[LM_LIMIT_CGROUP] = "the room left in its cgroup: memory.max less memory.current",
+		[LM_LIMIT_CGROUP_HUGETLB] = "the room left under its cgroup's hugetlb limit",
+	};
+
+	return limit < LM_LIMIT_END ? names[limit] : "its limit";
+}
+
 int lm_mode_parse(const char *s)
 {
 	for (int m = 0; m < LM_MODE_END; m++)

@@ -183,9 +183,13 @@ struct lm_auth_ok {
 enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
 	LM_REFUSE_SESSION, LM_REFUSE_NOT_RESUMED, LM_REFUSE_END };
 
+/* which limit a SIZE refusal met (its mode field) */
+enum lm_limit { LM_LIMIT_OPTION, LM_LIMIT_SIZE, LM_LIMIT_MEMAVAIL, LM_LIMIT_HUGEPAGES,
+	LM_LIMIT_CGROUP, LM_LIMIT_CGROUP_HUGETLB, LM_LIMIT_END };
+
 struct lm_refuse {
 	uint32_t why;
-	uint32_t mode;		/* MODE: the destination's */
+	uint32_t mode;		/* MODE: the destination's; SIZE: enum lm_limit */
 	uint64_t max_size;	/* SIZE: the destination's cap */
 	/* NOT_RESUMED: the destination's MAC over this handshake: only it
 	 * may tell a source to take its workload back */
@@ -215,6 +219,8 @@ struct lm_frame {
 
 const char *lm_type_name(unsigned int type);
 const char *lm_mode_name(unsigned int mode);
+/* "its --max-size", "the room left in its cgroup (memory.max less memory.current)", ... */
+const char *lm_limit_name(unsigned int limit);
 int lm_mode_parse(const char *s);
 size_t lm_fixed_len(unsigned int type);
 bool lm_type_before_hello(unsigned int type);
