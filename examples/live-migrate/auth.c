@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,9 +93,9 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN])
  * session, the source's nonce and the HELLO whole -- so the network can
  * change none of it, nor turn --verify off.
  */
-static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
-		   const struct lm_challenge *ch, const struct lm_auth *a,
-		   const struct lm_hello *hello)
+static void hs_mac_more(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+			const struct lm_challenge *ch, const struct lm_auth *a,
+			const struct lm_hello *hello, const void *more, size_t more_len)
 {
 	crypto_auth_hmacsha512256_state st;
 	uint8_t kind[4] = { (uint8_t)a->kind };
@@ -106,7 +107,15 @@ static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label
 	crypto_auth_hmacsha512256_update(&st, a->session, LM_SESSION);
 	crypto_auth_hmacsha512256_update(&st, a->nonce, LM_NONCE);
 	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)hello, sizeof(*hello));
+	crypto_auth_hmacsha512256_update(&st, more, more_len);
 	crypto_auth_hmacsha512256_final(&st, out);
+}
+
+static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+		   const struct lm_challenge *ch, const struct lm_auth *a,
+		   const struct lm_hello *hello)
+{
+	hs_mac_more(out, key, label, ch, a, hello, NULL, 0);
 }
 
 static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
@@ -121,11 +130,16 @@ static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_
 	hs_mac(out, key, "lm-auth-4 destination", ch, a, hello);
 }
 
-void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
-			const struct lm_challenge *ch, const struct lm_auth *a,
-			const struct lm_hello *hello)
+void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a, const struct lm_hello *hello,
+		   const struct lm_refuse *r)
 {
-	hs_mac(out, key, "lm-auth-4 not resumed", ch, a, hello);
+	uint8_t body[offsetof(struct lm_refuse, mac) + sizeof(r->fin)];
+
+	/* why, mode, max_size, then the verdict: everything but the MAC */
+	memcpy(body, r, offsetof(struct lm_refuse, mac));
+	memcpy(body + offsetof(struct lm_refuse, mac), &r->fin, sizeof(r->fin));
+	hs_mac_more(out, key, "lm-auth-4 refusal", ch, a, hello, body, sizeof(body));
 }
 
 void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
@@ -187,6 +201,10 @@ static int refused(struct lm_conn *c, const struct lm_refuse *r)
 		snprintf(c->err, sizeof(c->err), "the destination runs --mode %s",
 			 lm_mode_name(r->mode));
 		return -EINVAL;
+	case LM_REFUSE_FINISHED:
+		snprintf(c->err, sizeof(c->err), "the destination had finished: its FIN was lost; "
+			 "its verdict came with the refusal");
+		return -EALREADY;
 	case LM_REFUSE_NOT_RESUMED:
 		snprintf(c->err, sizeof(c->err), "the destination did not resume the workload "
 			 "and never will: it is the source's again");
@@ -218,7 +236,7 @@ static int recv_or_refuse(struct lm_conn *c, const struct lm_geom *g, unsigned i
 
 int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
-		   struct lm_hello *hello)
+		   struct lm_hello *hello, struct lm_fin *fin)
 {
 	struct lm_challenge ch;
 	struct lm_auth a = { .kind = kind };
@@ -244,14 +262,19 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 			      kind == LM_AUTH_REJOIN_URGENT ? LM_F_URGENT : 0, hello, NULL, 0);
 	if (!ret)
 		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
-	if (ret == -ENOLINK) {
-		/* the workload comes back here only on the destination's word */
-		lm_not_resumed_mac(want, key, &ch, &a, hello);
-		if (sodium_memcmp(want, ((const struct lm_refuse *)f.fixed)->mac, LM_MACLEN)) {
-			snprintf(c->err, sizeof(c->err), "a 'not resumed' refusal without the "
-				 "destination's MAC: forged, ignored");
+	if (ret == -ENOLINK || ret == -EALREADY) {
+		/* the workload comes back here, or the outcome is told, only on
+		 * the destination's word */
+		const struct lm_refuse *r = f.fixed;
+
+		lm_refuse_mac(want, key, &ch, &a, hello, r);
+		if (sodium_memcmp(want, r->mac, LM_MACLEN)) {
+			snprintf(c->err, sizeof(c->err), "a refusal without the destination's "
+				 "MAC: forged, ignored");
 			return -EACCES;
 		}
+		if (fin)
+			*fin = r->fin;
 	}
 	if (ret)
 		return ret;

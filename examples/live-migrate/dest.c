@@ -146,8 +146,10 @@ static int complete_page(struct dst *d, uint64_t i)
 
 	d->vis_hash[i] = page_hash(d, d->back + i * d->page);
 	ret = uffdm_handler_complete(d->h, d->r, i * d->page, d->page, 0);
-	if (!ret)
+	if (!ret) {
 		atomic_fetch_add(&d->mapped, 1);
+		sample(d, i);
+	}
 	return ret;
 }
 
@@ -250,6 +252,8 @@ static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 	atomic_fetch_add(&d->faults, 1);
 	if (atomic_load(&d->dead))
 		return -EIO;	/* never show the precopy copy */
+	/* --plot: this fault's latency, sampled when its page is completed */
+	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
 	if (request(d, i)) {
 		set_dead(d, d->urg.err);
 		return -EIO;
@@ -882,7 +886,6 @@ static void *rate_sampler(void *p)
 static void stop_threads(struct dst *d)
 {
 	atomic_store(&d->stop, 1);
-	lm_door_stop(&d->door);
 	wake_all(d);
 	if (d->walk_running)
 		pthread_join(d->walk_tid, NULL);
@@ -940,6 +943,35 @@ static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
 	return bad;
 }
 
+/*
+ * FIN is out; BYE says it arrived.  Without BYE within --timeout (FIN lost,
+ * or the way back stalled) the door answers the source's rejoin with the
+ * verdict, signed, for as long as a rejoin may take: both ends exit with
+ * the same outcome.
+ */
+static void deliver_verdict(struct dst *d, const struct lm_fin *fin)
+{
+	static const struct lm_geom any;
+	int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);
+	struct lm_frame f;
+	int ret;
+
+	d->m.timeout_ms = d->o->timeout_ms;
+	while (!(ret = lm_recv(&d->m, d->g.npages ? &d->g : &any, &f)) && f.h.type != LM_BYE)
+		;
+	if (!ret) {
+		lm_door_stop(&d->door);
+		return;
+	}
+	fprintf(stderr, "lm: destination: no BYE after FIN (%s); the verdict waits %d ms for the "
+		"source to rejoin\n", d->m.err, 2 * wait);
+	lm_conn_reset(&d->m);
+	lm_conn_reset(&d->urg);
+	if (!lm_door_tell(&d->door, fin, 2 * wait))
+		fprintf(stderr, "lm: destination: the source did not come back for the verdict\n");
+	lm_door_stop(&d->door);
+}
+
 static int finish(struct dst *d)
 {
 	struct lm_report rep = { 0 };
@@ -991,6 +1023,7 @@ static int finish(struct dst *d)
 	};
 	lm_send(&d->m, LM_FIN, 0, &fin, NULL, 0);
 	lm_outcome_print(&fin, d->o, "destination");
+	deliver_verdict(d, &fin);
 	rep.mode = d->o->mode;
 	rep.src = d->done;
 	rep.npages = d->npages;
@@ -1026,7 +1059,7 @@ static int finish(struct dst *d)
 		fclose(d->rate_log);
 		d->rate_log = NULL;
 		write_plot_data(d, data);
-		if (lm_report_plot(d->o->plot, data, d->t_resume))
+		if (lm_report_plot(d->o->plot, data, d->t_resume, atomic_load(&d->nsamples)))
 			fprintf(stderr, "lm: --plot: gnuplot failed; the data is in %s\n", data);
 	}
 	return rc;
@@ -1241,11 +1274,12 @@ static int fail(struct dst *d, const char *phase, int ret)
 
 		lm_conn_reset(&d->m);
 		lm_conn_reset(&d->urg);
-		if (!lm_door_tell_not_resumed(&d->door, wait * 2))
+		if (!lm_door_tell(&d->door, NULL, wait * 2))
 			fprintf(stderr, "lm: destination: the source did not ask within %d ms "
 				"whether this destination resumed (it did not)\n", wait * 2);
 	}
 	stop_threads(d);
+	lm_door_stop(&d->door);
 	if (d->wl.running)
 		wl_stop(&d->wl);	/* parked, never run */
 	if (ret == -ENOMEM || ret == -EINVAL)

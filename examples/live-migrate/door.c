@@ -202,13 +202,15 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT],
 			     door->rejoin_key[kind == LM_AUTH_REJOIN_URGENT]);
 	} else if (kind == LM_AUTH_REJOIN_MAIN && same_session(door, &h->auth) &&
-		   atomic_load(&door->not_resumed)) {
-		struct lm_refuse r = { .why = LM_REFUSE_NOT_RESUMED };
+		   (atomic_load(&door->not_resumed) || atomic_load(&door->finished))) {
+		struct lm_refuse r = { .why = atomic_load(&door->finished) ? LM_REFUSE_FINISHED :
+					      LM_REFUSE_NOT_RESUMED, .fin = door->fin };
 
-		lm_not_resumed_mac(r.mac, door->o->key, &h->ch, &h->auth, hello);
+		lm_refuse_mac(r.mac, door->o->key, &h->ch, &h->auth, hello, &r);
 		hs_send(h->fd, LM_REFUSE, &r);
-		fprintf(stderr, "lm: destination: told the rejoining source %s that this "
-			"destination did not resume: the workload is the source's\n", h->peer);
+		fprintf(stderr, "lm: destination: told the rejoining source %s %s\n", h->peer,
+			r.why == LM_REFUSE_FINISHED ? "the verdict its lost FIN carried" :
+			"that this destination did not resume: the workload is the source's");
 		atomic_store(&door->told, 1);
 		pthread_cond_broadcast(&door->cond);
 	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
@@ -500,12 +502,15 @@ int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2
 	return 0;
 }
 
-/* Not resumed: answer a rejoining source so until it asks, or wait_ms. */
-bool lm_door_tell_not_resumed(struct lm_door *door, int wait_ms)
+bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms)
 {
 	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
 
-	atomic_store(&door->not_resumed, 1);
+	pthread_mutex_lock(&door->lock);
+	if (fin)
+		door->fin = *fin;
+	pthread_mutex_unlock(&door->lock);
+	atomic_store(fin ? &door->finished : &door->not_resumed, 1);
 	while (door->running && !atomic_load(&door->told) && lm_now_ns() < end)
 		usleep(20000);
 	return atomic_load(&door->told);

@@ -185,7 +185,7 @@ struct lm_report {
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
 void lm_outcome_print(const struct lm_fin *f, const struct lm_opts *o, const char *side);
-int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns, uint64_t nfaults);
 
 /* ---- auth.c: the shared key and the handshake ---------------------------- */
 
@@ -199,7 +199,7 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
  * -ESRCH (no such session) when refused; c->err says why. */
 int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
-		   struct lm_hello *hello);
+		   struct lm_hello *hello, struct lm_fin *fin);
 /* Destination: 0 if AUTH's MAC binds this challenge and hello to the key, else -EACCES. */
 int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
 		  const struct lm_hello *hello);
@@ -212,10 +212,11 @@ void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge 
 /* --verify's page hash is keyed (SipHash): the network cannot forge a page and its hash. */
 void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION]);
 uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n);
-/* NOT_RESUMED's MAC: the destination's word that the workload is the source's. */
-void lm_not_resumed_mac(uint8_t out[LM_MACLEN], const uint8_t *key,
-			const struct lm_challenge *ch, const struct lm_auth *a,
-			const struct lm_hello *hello);
+/* NOT_RESUMED's and FINISHED's MAC: the destination's word that the
+ * workload is the source's, or what the outcome was. */
+void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a, const struct lm_hello *hello,
+		   const struct lm_refuse *r);
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
@@ -236,6 +237,8 @@ struct lm_door {
 	atomic_uint_fast64_t refused;
 	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
 	atomic_int not_resumed;		/* it never will: a rejoin is told so */
+	atomic_int finished;		/* FIN went out: a rejoin is told the verdict */
+	struct lm_fin fin;
 	atomic_int told;		/* a rejoining source was told */
 	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
@@ -253,9 +256,9 @@ int lm_door_start(struct lm_door *door);
 int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
 			int wait_ms);
 void lm_door_stop(struct lm_door *door);
-/* The destination will not resume: tell a rejoining source so (signed),
- * waiting up to wait_ms for it to ask; whether it was told. */
-bool lm_door_tell_not_resumed(struct lm_door *door, int wait_ms);
+/* The destination will not resume, or (fin) has finished: tell a rejoining
+ * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
+bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);
 
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);

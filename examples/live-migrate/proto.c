@@ -22,7 +22,7 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
 	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
 	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
-	[LM_PROGRESS] = "PROGRESS",
+	[LM_PROGRESS] = "PROGRESS", [LM_BYE] = "BYE",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -32,6 +32,7 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
 	[LM_FIN] = sizeof(struct lm_fin), [LM_PROGRESS] = sizeof(struct lm_progress),
+	[LM_BYE] = 0,
 	[LM_CHALLENGE] = sizeof(struct lm_challenge),
 	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
 	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),

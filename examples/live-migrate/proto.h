@@ -37,6 +37,7 @@ enum lm_type {
 	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
 	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
 	LM_PROGRESS,	/* dst -> src, after DONE: still working, and how far */
+	LM_BYE,		/* src -> dst: FIN came; the destination may go */
 	LM_TYPE_END,
 };
 
@@ -181,7 +182,7 @@ struct lm_auth_ok {
 };
 
 enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
-	LM_REFUSE_SESSION, LM_REFUSE_NOT_RESUMED, LM_REFUSE_END };
+	LM_REFUSE_SESSION, LM_REFUSE_NOT_RESUMED, LM_REFUSE_FINISHED, LM_REFUSE_END };
 
 /* which limit a SIZE refusal met (its mode field) */
 enum lm_limit { LM_LIMIT_OPTION, LM_LIMIT_SIZE, LM_LIMIT_MEMAVAIL, LM_LIMIT_HUGEPAGES,
@@ -191,9 +192,11 @@ struct lm_refuse {
 	uint32_t why;
 	uint32_t mode;		/* MODE: the destination's; SIZE: enum lm_limit */
 	uint64_t max_size;	/* SIZE: the destination's cap */
-	/* NOT_RESUMED: the destination's MAC over this handshake: only it
-	 * may tell a source to take its workload back */
+	/* NOT_RESUMED, FINISHED: the destination's MAC over this handshake
+	 * and this refusal: only it may tell a source to take its workload
+	 * back, or what the outcome was */
 	uint8_t mac[LM_MACLEN];
+	struct lm_fin fin;	/* FINISHED: the verdict a lost FIN carried */
 };
 
 /* followed by a bitmap of nbits pages from first, like STALE */

@@ -138,12 +138,21 @@ void lm_report_print(const struct lm_report *r, const struct lm_opts *o)
 	fflush(stdout);
 }
 
-int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns, uint64_t nfaults)
 {
-	char script[8192];
+	char script[8192], lat[4200];
 	FILE *p;
 	int st;
 
+	/* no fault asked the source (all mapped ahead): an empty panel, said so */
+	if (nfaults)
+		snprintf(lat, sizeof(lat), "set logscale y\n"
+			 "plot '%s' index 1 using 1:2 with points pt 7 ps 0.3 title 'faults'\n",
+			 data);
+	else
+		snprintf(lat, sizeof(lat), "set yrange [0:1]\nset xrange [0:1]\n"
+			 "set label 'no fault waited for the source' at graph 0.5, graph 0.5 "
+			 "center\nplot NaN notitle\n");
 	snprintf(script, sizeof(script),
 		 "set terminal pngcairo size 1000,700 noenhanced\n"
 		 "set output '%s'\n"
@@ -153,9 +162,8 @@ int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
 		 "set arrow from 0, graph 0 to 0, graph 1 nohead dt 2\n"
 		 "plot '%s' index 0 using (($1 - %llu) / 1e9):2 with steps title 'rate'\n"
 		 "set ylabel 'fault latency (us)'\n"
-		 "set logscale y\n"
-		 "plot '%s' index 1 using 1:2 with points pt 7 ps 0.3 title 'faults'\n"
-		 "unset multiplot\n", png, data, (unsigned long long)t_resume_ns, data);
+		 "%s"
+		 "unset multiplot\n", png, data, (unsigned long long)t_resume_ns, lat);
 	p = popen("gnuplot 2>&1", "w");
 	if (!p)
 		return -1;

@@ -446,6 +446,8 @@ static int wait_fin(struct src *s)
 	while (!(ret = lm_recv(&s->m, &s->g, &f)))
 		if (f.h.type == LM_FIN) {
 			s->fin = *(const struct lm_fin *)f.fixed;
+			/* the destination may go; if BYE is lost it tells a rejoin */
+			lm_send(&s->m, LM_BYE, 0, NULL, NULL, 0);
 			return 0;
 		}
 	return ret;
@@ -608,7 +610,7 @@ static int rejoin(struct src *s)
 	while (ms_left(end)) {
 		tries++;
 		ret = rejoin_once(s, end);
-		if (!ret || ret == -EACCES || ret == -ESRCH || ret == -ENOLINK ||
+		if (!ret || ret == -EACCES || ret == -ESRCH || ret == -ENOLINK || ret == -EALREADY ||
 		    lm_err_is_protocol(ret) || lm_interrupted)
 			break;
 		if (pause_ms < 800)
@@ -619,7 +621,10 @@ static int rejoin(struct src *s)
 							left - 1) * 1000000ull);
 	}
 	s->rejoining = false;
-	if (ret && ret != -ENOLINK)
+	if (ret == -EALREADY)
+		fprintf(stderr, "lm: source: the destination had finished; its verdict came with "
+			"the rejoin's refusal\n");
+	if (ret && ret != -ENOLINK && ret != -EALREADY)
 		fprintf(stderr, "lm: source: no rejoin within %d ms (%u attempts): %s\n", limit,
 			tries, s->m.err[0] ? s->m.err : strerror(-ret));
 	if (ret)
@@ -647,7 +652,11 @@ static int postcopy(struct src *s)
 		fprintf(stderr, "lm: source: the link broke after the switch-over (%s); "
 			"rejoining\n", s->m.err[0] ? s->m.err : strerror(-ret));
 		ret = rejoin(s);
+		if (ret == -EALREADY)
+			ret = 0;	/* finished: the verdict is in s->fin */
 		if (ret)
+			break;
+		if (s->fin.npages)
 			break;
 	}
 	stop_urgent(s);
@@ -739,6 +748,8 @@ static int recover(struct src *s, int why)
 	if (ret == -ENOLINK)
 		return abort_locally(s, "the destination says, signed, that it did not resume "
 				     "the workload and never will");
+	if (ret == -EALREADY)
+		return 0;	/* it resumed, and finished: the verdict is in s->fin */
 	if (ret) {
 		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: no word from the destination since "
 			"SWITCH; the workload stays paused and is not resumed here (the operator "
@@ -831,7 +842,7 @@ static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const
 		close(fd);
 		return ret;
 	}
-	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
+	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello, &s->fin);
 	c->timeout_ms = s->o->timeout_ms;
 	/* a rejoin retries quietly: only its last failure is told */
 	if (ret && !s->rejoining)
