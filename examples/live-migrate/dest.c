@@ -1369,5 +1369,7 @@ int lm_dest(const struct lm_opts *o, int lfd)
 			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	}
 	atomic_store(&d->rejoinable, 0);
+	/* a rejoin now waits ("busy") for the verdict (deliver_verdict) */
+	atomic_store(&d->door.rejoin_ok, 0);
 	return finish(d);
 }
