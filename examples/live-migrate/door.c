@@ -75,7 +75,7 @@ struct hs {
 	struct lm_challenge ch;
 	struct lm_auth auth;
 	unsigned int nframes;		/* 0: reading AUTH, 1: HELLO */
-	uint8_t buf[HS_BUF];
+	_Alignas(8) uint8_t buf[HS_BUF];	/* frames cast in place: aligned */
 	size_t got;
 	char peer[80];
 };
