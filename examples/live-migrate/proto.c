@@ -620,6 +620,7 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 		.len = (uint32_t)(fl + data_len),
 	};
 	uint8_t tag[LM_TAGLEN];
+	int n;
 	struct iovec iov[4] = {
 		{ &h, sizeof(h) }, { (void *)fixed, fl }, { (void *)data, data_len },
 		{ tag, sizeof(tag) },
@@ -634,20 +635,23 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
-	if (c->sealed) {
+	n = data_len ? 3 : 2;
+	if (c->sealed && c->txbuf) {
 		/*
-		 * The workload may write a page while it goes out (precopy):
-		 * MAC and send one copy, or the MAC would not match the bytes.
+		 * Others write what goes out while it goes out -- the workload a
+		 * precopy page, the urgent server DONE's counters -- so one copy
+		 * of the payload is MACed and sent, or the MAC would not match.
 		 */
-		if (data_len && c->txbuf) {
-			memcpy(c->txbuf, data, data_len);
-			iov[2].iov_base = c->txbuf;
-		}
-		frame_tag(tag, c->tx_key, &h, iov + 1, 2);
-		if (!data_len)
-			iov[2] = iov[3];
+		if (fl)
+			memcpy(c->txbuf, fixed, fl);
+		if (data_len)
+			memcpy(c->txbuf + fl, data, data_len);
+		iov[1] = (struct iovec){ c->txbuf, fl + data_len };
+		frame_tag(tag, c->tx_key, &h, iov + 1, 1);
+		iov[2] = iov[3];
+		n = 3;
 	}
-	ret = write_all(c->fd, iov, (data_len ? 3 : 2) + c->sealed, c->tx_timeout_ms);
+	ret = write_all(c->fd, iov, n, c->tx_timeout_ms);
 	if (!ret)
 		c->tx_bytes += sizeof(h) + fl + data_len + (c->sealed ? LM_TAGLEN : 0);
 	pthread_mutex_unlock(&c->wlock);
