@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,35 +86,97 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN])
 	return 0;
 }
 
-/* MAC over a label and the parts, in order. */
-static void mac_of(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
-		   const void *a, size_t alen, const void *b, size_t blen, const void *c,
-		   size_t clen)
+/*
+ * The handshake's MAC, keyed with the shared key: a label naming the
+ * direction, then everything both ends must agree on -- the CHALLENGE
+ * whole (its version and its verify flag too), the connection's kind, the
+ * session, the source's nonce and the HELLO whole -- so the network can
+ * change none of it, nor turn --verify off.
+ */
+static void hs_mac_more(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+			const struct lm_challenge *ch, const struct lm_auth *a,
+			const struct lm_hello *hello, const void *more, size_t more_len)
 {
 	crypto_auth_hmacsha512256_state st;
+	uint8_t kind[4] = { (uint8_t)a->kind };
 
 	crypto_auth_hmacsha512256_init(&st, key, LM_KEYLEN);
 	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
-	crypto_auth_hmacsha512256_update(&st, a, alen);
-	crypto_auth_hmacsha512256_update(&st, b, blen);
-	crypto_auth_hmacsha512256_update(&st, c, clen);
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)ch, sizeof(*ch));
+	crypto_auth_hmacsha512256_update(&st, kind, sizeof(kind));
+	crypto_auth_hmacsha512256_update(&st, a->session, LM_SESSION);
+	crypto_auth_hmacsha512256_update(&st, a->nonce, LM_NONCE);
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)hello, sizeof(*hello));
+	crypto_auth_hmacsha512256_update(&st, more, more_len);
 	crypto_auth_hmacsha512256_final(&st, out);
 }
 
-static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a)
+static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+		   const struct lm_challenge *ch, const struct lm_auth *a,
+		   const struct lm_hello *hello)
 {
-	uint8_t kind[4] = { (uint8_t)a->kind };
+	hs_mac_more(out, key, label, ch, a, hello, NULL, 0);
+}
 
-	mac_of(out, key, "lm-auth-1 source", ch->nonce, LM_NONCE, kind, 4, a->session,
-	       LM_SESSION + LM_NONCE);	/* session, then the source's nonce */
+static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		    const struct lm_auth *a, const struct lm_hello *hello)
+{
+	hs_mac(out, key, "lm-auth-4 source", ch, a, hello);
 }
 
 static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a)
+		    const struct lm_auth *a, const struct lm_hello *hello)
 {
-	mac_of(out, key, "lm-auth-1 destination", a->nonce, LM_NONCE, ch->nonce, LM_NONCE,
-	       a->session, LM_SESSION);
+	hs_mac(out, key, "lm-auth-4 destination", ch, a, hello);
+}
+
+void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a, const struct lm_hello *hello,
+		   const struct lm_refuse *r)
+{
+	uint8_t body[offsetof(struct lm_refuse, mac) + sizeof(r->fin)];
+
+	/* why, mode, max_size, then the verdict: everything but the MAC */
+	memcpy(body, r, offsetof(struct lm_refuse, mac));
+	memcpy(body + offsetof(struct lm_refuse, mac), &r->fin, sizeof(r->fin));
+	hs_mac_more(out, key, "lm-auth-4 refusal", ch, a, hello, body, sizeof(body));
+}
+
+void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+		 const struct lm_auth *a)
+{
+	crypto_generichash_state st;
+	static const char label[] = "lm-conn-4";
+	uint8_t kind[4] = { (uint8_t)a->kind };
+
+	crypto_generichash_init(&st, key, LM_KEYLEN, 32);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, (const uint8_t *)ch, sizeof(*ch));
+	crypto_generichash_update(&st, kind, sizeof(kind));
+	crypto_generichash_update(&st, a->session, LM_SESSION);
+	crypto_generichash_update(&st, a->nonce, LM_NONCE);
+	crypto_generichash_final(&st, out, 32);
+}
+
+void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION])
+{
+	static const char label[] = "lm-verify-4";
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, key, LM_KEYLEN, 16);
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, session, LM_SESSION);
+	crypto_generichash_final(&st, out, 16);
+}
+
+uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n)
+{
+	uint8_t h[crypto_shorthash_BYTES];
+	uint64_t v;
+
+	crypto_shorthash(h, p, n, vkey);
+	memcpy(&v, h, sizeof(v));
+	return v;
 }
 
 static const struct lm_geom no_geom;
@@ -131,13 +194,21 @@ static int refused(struct lm_conn *c, const struct lm_refuse *r)
 		return -EBUSY;
 	case LM_REFUSE_SIZE:
 		snprintf(c->err, sizeof(c->err), "the destination takes at most %llu bytes "
-			 "(its --max-size); this region is larger",
-			 (unsigned long long)r->max_size);
+			 "(%s); this region is larger", (unsigned long long)r->max_size,
+			 lm_limit_name(r->mode));
 		return -EFBIG;
 	case LM_REFUSE_MODE:
 		snprintf(c->err, sizeof(c->err), "the destination runs --mode %s",
 			 lm_mode_name(r->mode));
 		return -EINVAL;
+	case LM_REFUSE_FINISHED:
+		snprintf(c->err, sizeof(c->err), "the destination had finished: its FIN was lost; "
+			 "its verdict came with the refusal");
+		return -EALREADY;
+	case LM_REFUSE_NOT_RESUMED:
+		snprintf(c->err, sizeof(c->err), "the destination did not resume the workload "
+			 "and never will: it is the source's again");
+		return -ENOLINK;
 	default:
 		snprintf(c->err, sizeof(c->err), "the destination has no migration to rejoin "
 			 "(session unknown or over)");
@@ -165,7 +236,7 @@ static int recv_or_refuse(struct lm_conn *c, const struct lm_geom *g, unsigned i
 
 int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
-		   struct lm_hello *hello)
+		   struct lm_hello *hello, struct lm_fin *fin)
 {
 	struct lm_challenge ch;
 	struct lm_auth a = { .kind = kind };
@@ -182,7 +253,8 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		hello->verify = 1;
 	memcpy(a.session, session, LM_SESSION);
 	randombytes_buf(a.nonce, LM_NONCE);
-	src_mac(a.mac, key, &ch, &a);
+	hello->version = LM_VERSION;
+	src_mac(a.mac, key, &ch, &a, hello);
 	ret = lm_send(c, LM_AUTH, 0, &a, NULL, 0);
 	/* read only once AUTH checks out; answered with AUTH_OK or REFUSE */
 	if (!ret)
@@ -190,54 +262,48 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 			      kind == LM_AUTH_REJOIN_URGENT ? LM_F_URGENT : 0, hello, NULL, 0);
 	if (!ret)
 		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
+	if (ret == -ENOLINK || ret == -EALREADY) {
+		/* the workload comes back here, or the outcome is told, only on
+		 * the destination's word */
+		const struct lm_refuse *r = f.fixed;
+
+		lm_refuse_mac(want, key, &ch, &a, hello, r);
+		if (sodium_memcmp(want, r->mac, LM_MACLEN)) {
+			snprintf(c->err, sizeof(c->err), "a refusal without the destination's "
+				 "MAC: forged, ignored");
+			return -EACCES;
+		}
+		if (fin)
+			*fin = r->fin;
+	}
 	if (ret)
 		return ret;
-	dst_mac(want, key, &ch, &a);
+	dst_mac(want, key, &ch, &a, hello);
 	if (sodium_memcmp(want, ((const struct lm_auth_ok *)f.fixed)->mac, LM_MACLEN)) {
 		snprintf(c->err, sizeof(c->err), "the destination did not prove the key: this "
 			 "is not our destination");
 		return -EACCES;
 	}
+	/* every frame from here on carries a MAC under this connection's key */
+	lm_conn_key(want, key, &ch, &a);
+	lm_conn_seal(c, want, true);
+	sodium_memzero(want, sizeof(want));
 	return 0;
 }
 
-int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
-		   struct lm_challenge *ch)
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
+		  const struct lm_hello *hello)
 {
 	uint8_t want[LM_MACLEN];
-	struct lm_frame f;
-	int ret;
 
-	*ch = (struct lm_challenge){ .version = LM_VERSION, .flags = flags };
-	randombytes_buf(ch->nonce, LM_NONCE);
-	ret = lm_send(c, LM_CHALLENGE, 0, ch, NULL, 0);
-	if (!ret)
-		ret = lm_recv(c, &no_geom, &f);
-	if (ret)
-		return ret;
-	if (f.h.type != LM_AUTH) {
-		snprintf(c->err, sizeof(c->err), "expected AUTH, got %s (not an lm source of "
-			 "this version, or no key)", lm_type_name(f.h.type));
-		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
-		return -EACCES;
-	}
-	*out = *(const struct lm_auth *)f.fixed;
-	src_mac(want, key, ch, out);
-	if (sodium_memcmp(want, out->mac, LM_MACLEN)) {
-		snprintf(c->err, sizeof(c->err), "wrong key");
-		lm_refuse(c, LM_REFUSE_KEY, 0, 0);
-		return -EACCES;
-	}
-	return 0;
+	src_mac(want, key, ch, a, hello);
+	return sodium_memcmp(want, a->mac, LM_MACLEN) ? -EACCES : 0;
 }
 
-int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a)
+void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
+		     const struct lm_auth *a, const struct lm_hello *hello)
 {
-	struct lm_auth_ok ok;
-
-	dst_mac(ok.mac, key, ch, a);
-	return lm_send(c, LM_AUTH_OK, 0, &ok, NULL, 0);
+	dst_mac(ok->mac, key, ch, a, hello);
 }
 
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size)

@@ -36,6 +36,7 @@ struct dst {
 	struct lm_hello hello;
 	struct lm_door door;
 	bool verify;		/* as HELLO says: the source hashes only then */
+	uint8_t vkey[16];	/* --verify's hash key, of the key and session */
 	bool resumed;		/* the workload runs here */
 	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
 	bool stale_done;	/* the whole stale list came (counted once) */
@@ -61,8 +62,11 @@ struct dst {
 	struct uffdm *u;
 	struct uffdm_handler *h;
 	struct workload wl;
-	pthread_t urg_tid, walk_tid, fault_tid, sample_tid;
-	bool urg_running, walk_running, fault_running, sample_running;
+	pthread_t urg_tid, walk_tid, fault_tid, sample_tid, beat_tid;
+	bool urg_running, walk_running, fault_running, sample_running, beat_running;
+	atomic_int beat_stop;
+	_Atomic uint64_t tick;		/* bumped by every step of progress after DONE */
+	atomic_uint phase;		/* enum lm_progress_phase */
 	atomic_uint_fast64_t mapped, faults, demand, nsamples;
 	uint64_t *lat, *lat_t;		/* fault latency samples and when */
 	uint64_t t_resume, t_switch, t_hello, t_done, ops_resume;
@@ -113,7 +117,7 @@ static void sample(struct dst *d, uint64_t i)
 
 static uint64_t page_hash(struct dst *d, const void *p)
 {
-	return d->verify ? lm_hash(p, d->page) : 0;
+	return d->verify ? lm_page_hash(d->vkey, p, d->page) : 0;
 }
 
 /* missing mode: page i's content arrived; copy it in, which wakes its faults */
@@ -142,8 +146,10 @@ static int complete_page(struct dst *d, uint64_t i)
 
 	d->vis_hash[i] = page_hash(d, d->back + i * d->page);
 	ret = uffdm_handler_complete(d->h, d->r, i * d->page, d->page, 0);
-	if (!ret)
+	if (!ret) {
 		atomic_fetch_add(&d->mapped, 1);
+		sample(d, i);
+	}
 	return ret;
 }
 
@@ -246,6 +252,8 @@ static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 	atomic_fetch_add(&d->faults, 1);
 	if (atomic_load(&d->dead))
 		return -EIO;	/* never show the precopy copy */
+	/* --plot: this fault's latency, sampled when its page is completed */
+	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
 	if (request(d, i)) {
 		set_dead(d, d->urg.err);
 		return -EIO;
@@ -515,27 +523,44 @@ static int send_need(struct dst *d)
  */
 static int rejoin(struct dst *d)
 {
-	uint64_t t0 = lm_now_ns();
-	int mfd, ufd, ret;
+	int limit = lm_rejoin_ms(d->o), mfd, ufd, ret = -ETIMEDOUT;
+	uint8_t keys[2][32];
+	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)(limit < 0 ? 0 : limit) * 1000000ull;
 
-	fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms for "
-		"the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", d->o->timeout_ms);
+	if (limit < 0)
+		fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting for "
+			"the source to rejoin (--rejoin wait)\n", d->m.err[0] ? d->m.err : "closed");
+	else
+		fprintf(stderr, "lm: destination: the link broke mid-postcopy (%s); waiting %d ms "
+			"for the source to rejoin\n", d->m.err[0] ? d->m.err : "closed", limit);
 	if (d->urg_running) {
 		shutdown(d->urg.fd, SHUT_RDWR);
 		pthread_join(d->urg_tid, NULL);
 		d->urg_running = false;
 	}
-	ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, d->o->timeout_ms);
+	/* a pair that breaks before NEED is through: wait for the next */
+	for (;;) {
+		uint64_t now = lm_now_ns();
+
+		if (limit >= 0 && now >= end)
+			break;
+		ret = lm_door_rejoin_take(&d->door, &mfd, &ufd, keys, limit < 0 ? 200 :
+					  (int)((end - now) / 1000000ull) + 1);
+		if (ret && limit < 0 && !atomic_load(&d->dead))
+			continue;
+		if (ret)
+			break;
+		lm_conn_replace(&d->m, mfd, keys[0]);
+		lm_conn_replace(&d->urg, ufd, keys[1]);
+		d->urg.timeout_ms = 0;
+		ret = send_need(d);
+		if (!ret)
+			break;
+	}
 	if (ret) {
-		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", d->o->timeout_ms);
+		snprintf(d->m.err, sizeof(d->m.err), "no rejoin within %d ms", limit);
 		return ret;
 	}
-	lm_conn_replace(&d->m, mfd);
-	lm_conn_replace(&d->urg, ufd);
-	d->urg.timeout_ms = 0;
-	ret = send_need(d);
-	if (ret)
-		return ret;
 	if (lm_thread_start(&d->urg_tid, urgent_rx, d))
 		return -EAGAIN;
 	d->urg_running = true;
@@ -659,8 +684,8 @@ static bool source_gave_up(struct dst *d)
 	struct pollfd p = { .fd = d->m.fd, .events = POLLRDHUP };
 
 	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-		snprintf(d->m.err, sizeof(d->m.err), "the source gave up before this destination "
-			 "resumed (it resumes the workload itself)");
+		snprintf(d->m.err, sizeof(d->m.err), "the link to the source broke before this "
+			 "destination resumed: it does not, and tells the source so");
 		return true;
 	}
 	return false;
@@ -709,6 +734,86 @@ static int resume(struct dst *d)
 	/* never touch the view here: this thread receives the pushes */
 	d->ops_resume = d->sw.ops_total;
 	return lm_send(&d->m, LM_RESUMED, 0, &rs, NULL, 0);
+}
+
+/* ---- after DONE: progress both ends can see ----------------------------- */
+
+/*
+ * PROGRESS to the source each third of --timeout while the destination
+ * gets on -- a page mapped, a slice of --after run -- or checks (CPU work
+ * bounded by the memory size): the source's wait for FIN follows this
+ * side's progress, not a fixed time, and a destination that stops getting
+ * on goes silent, so the source sees the stall within --timeout.
+ */
+static void *heartbeat(void *p)
+{
+	struct dst *d = p;
+	uint64_t sent = atomic_load(&d->tick);
+	uint64_t every = (uint64_t)d->o->timeout_ms * 1000000ull / 3;
+
+	while (!atomic_load(&d->beat_stop)) {
+		uint64_t t = lm_now_ns() + every, now;
+
+		while (!atomic_load(&d->beat_stop) && (now = lm_now_ns()) < t)
+			lm_sleep_until(now + 20000000ull < t ? now + 20000000ull : t);
+		if (atomic_load(&d->beat_stop))
+			break;
+		if (atomic_load(&d->tick) != sent || atomic_load(&d->phase) == LM_PHASE_CHECKING) {
+			struct lm_progress pr = { .mapped = atomic_load(&d->mapped),
+						  .phase = atomic_load(&d->phase) };
+
+			sent = atomic_load(&d->tick);
+			if (lm_send(&d->m, LM_PROGRESS, 0, &pr, NULL, 0))
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void beat_start(struct dst *d)
+{
+	atomic_store(&d->beat_stop, 0);
+	d->beat_running = !lm_thread_start(&d->beat_tid, heartbeat, d);
+}
+
+static void beat_stop(struct dst *d)
+{
+	if (!d->beat_running)
+		return;
+	atomic_store(&d->beat_stop, 1);
+	pthread_join(d->beat_tid, NULL);
+	d->beat_running = false;
+}
+
+/*
+ * Every page mapped, or -ETIMEDOUT when none was for --timeout with pages
+ * still missing (a stalled link, the urgent one perhaps alone): then the
+ * connections are dropped and the source rejoins to send what is missing.
+ */
+static int wait_mapped(struct dst *d)
+{
+	uint64_t last = atomic_load(&d->mapped), t_last = lm_now_ns();
+	uint64_t limit = (uint64_t)d->o->timeout_ms * 1000000ull;
+
+	atomic_store(&d->phase, LM_PHASE_MAPPING);
+	while (last < d->npages && !atomic_load(&d->dead)) {
+		uint64_t now, m;
+
+		usleep(200);
+		now = lm_now_ns();
+		m = atomic_load(&d->mapped);
+		if (m != last) {
+			last = m;
+			t_last = now;
+			atomic_fetch_add(&d->tick, 1);
+		} else if (now - t_last > limit) {
+			snprintf(d->m.err, sizeof(d->m.err), "no page mapped for %d ms with %llu of "
+				 "%llu still missing (a stalled link)", d->o->timeout_ms,
+				 (unsigned long long)(d->npages - m), (unsigned long long)d->npages);
+			return -ETIMEDOUT;
+		}
+	}
+	return atomic_load(&d->dead) ? -EPIPE : 0;
 }
 
 /* ---- end ------------------------------------------------------------------- */
@@ -781,7 +886,6 @@ static void *rate_sampler(void *p)
 static void stop_threads(struct dst *d)
 {
 	atomic_store(&d->stop, 1);
-	lm_door_stop(&d->door);
 	wake_all(d);
 	if (d->walk_running)
 		pthread_join(d->walk_tid, NULL);
@@ -839,21 +943,54 @@ static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
 	return bad;
 }
 
+/*
+ * FIN is out; BYE says it arrived.  Without BYE within --timeout (FIN lost,
+ * or the way back stalled) the door answers the source's rejoin with the
+ * verdict, signed, for as long as a rejoin may take: both ends exit with
+ * the same outcome.
+ */
+static void deliver_verdict(struct dst *d, const struct lm_fin *fin)
+{
+	static const struct lm_geom any;
+	int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);
+	struct lm_frame f;
+	int ret;
+
+	d->m.timeout_ms = d->o->timeout_ms;
+	while (!(ret = lm_recv(&d->m, d->g.npages ? &d->g : &any, &f)) && f.h.type != LM_BYE)
+		;
+	if (!ret) {
+		lm_door_stop(&d->door);
+		return;
+	}
+	fprintf(stderr, "lm: destination: no BYE after FIN (%s); the verdict waits %d ms for the "
+		"source to rejoin\n", d->m.err, 2 * wait);
+	lm_conn_reset(&d->m);
+	lm_conn_reset(&d->urg);
+	if (!lm_door_tell(&d->door, fin, 2 * wait))
+		fprintf(stderr, "lm: destination: the source did not come back for the verdict\n");
+	lm_door_stop(&d->door);
+}
+
 static int finish(struct dst *d)
 {
 	struct lm_report rep = { 0 };
-	uint64_t t_end, t_run;
+	struct lm_fin fin = { 0 };
+	uint64_t t_end, t_run, t_after;
 	char err[160];
 	int rc = LM_EXIT_OK;
 
-	while (atomic_load(&d->mapped) < d->npages && !atomic_load(&d->dead))
-		usleep(200);
-	if (atomic_load(&d->dead))
-		return source_lost(d, d->dead_msg, -EPIPE);
 	d->t_done = lm_now_ns();
 	rep.postcopy_ms = (double)(d->t_done - d->t_resume) / 1e6;
-	lm_sleep_until(d->t_resume + (uint64_t)(d->o->after_s * 1e9));
+	/* --after: in slices, each one progress the source hears of */
+	atomic_store(&d->phase, LM_PHASE_RUNNING);
+	t_after = d->t_resume + (uint64_t)(d->o->after_s * 1e9);
+	for (uint64_t now = lm_now_ns(); now < t_after; now = lm_now_ns()) {
+		lm_sleep_until(t_after - now > 100000000ull ? now + 100000000ull : t_after);
+		atomic_fetch_add(&d->tick, 1);
+	}
 	wl_pause(&d->wl);
+	atomic_store(&d->phase, LM_PHASE_CHECKING);
 	t_end = lm_now_ns();
 	rep.ops_after = (double)(wl_ops(&d->wl) - d->ops_resume) * 1e9 /
 			(double)(t_end - d->t_resume);
@@ -861,6 +998,7 @@ static int finish(struct dst *d)
 	wl_stop(&d->wl);
 	if (atomic_load(&d->wl.failed)) {
 		fprintf(stderr, "lm: destination: a workload thread got SIGBUS\n");
+		fin.flags |= LM_FIN_SIGBUS;
 		rc = LM_EXIT_VERIFY;
 	}
 	rep.invariants_ok = !wl_check(d->view, d->size, err, sizeof(err));
@@ -868,12 +1006,24 @@ static int finish(struct dst *d)
 		fprintf(stderr, "lm: VERIFY: workload invariant broken after resume: %s\n", err);
 		rc = LM_EXIT_VERIFY;
 	}
+	/* test hook: one page seen other than the source had it */
+	if (d->o->inject && !strcmp(d->o->inject, "verify-fail"))
+		d->vis_hash[d->npages - 1] ^= 1;
 	if (d->verify && (rep.mismatched = verify_pages(d, &rep))) {
 		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
 			(unsigned long long)rep.mismatched);
 		rc = LM_EXIT_VERIFY;
 	}
-	lm_send(&d->m, LM_FIN, 0, NULL, NULL, 0);
+	beat_stop(d);
+	fin = (struct lm_fin){
+		.npages = d->npages, .mapped = atomic_load(&d->mapped), .verified = rep.verified,
+		.mismatched = rep.mismatched, .rc = (uint32_t)rc,
+		.flags = fin.flags | (d->verify ? LM_FIN_VERIFY : 0) |
+			 (rep.invariants_ok ? LM_FIN_INVARIANTS : 0),
+	};
+	lm_send(&d->m, LM_FIN, 0, &fin, NULL, 0);
+	lm_outcome_print(&fin, d->o, "destination");
+	deliver_verdict(d, &fin);
 	rep.mode = d->o->mode;
 	rep.src = d->done;
 	rep.npages = d->npages;
@@ -909,7 +1059,7 @@ static int finish(struct dst *d)
 		fclose(d->rate_log);
 		d->rate_log = NULL;
 		write_plot_data(d, data);
-		if (lm_report_plot(d->o->plot, data, d->t_resume))
+		if (lm_report_plot(d->o->plot, data, d->t_resume, atomic_load(&d->nsamples)))
 			fprintf(stderr, "lm: --plot: gnuplot failed; the data is in %s\n", data);
 	}
 	return rc;
@@ -917,12 +1067,93 @@ static int finish(struct dst *d)
 
 /* ---- setup ------------------------------------------------------------------ */
 
-/* Free memory for a region of this backing: --max-size's default. */
-static uint64_t free_memory(unsigned int backing)
+/* A number from a cgroup file; false when absent or "max". */
+static bool read_u64(const char *dir, const char *file, uint64_t *v)
 {
-	char line[256];
-	uint64_t avail = 0, hfree = 0, hsize = 0, v;
+	char path[4096], buf[64];
+	unsigned long long x;
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &x) == 1;
+	fclose(f);
+	*v = x;
+	return ok;
+}
+
+/*
+ * Room under the cgroup at dir and each of its ancestors up to root: the
+ * smallest limit less usage.  The files are v2's (memory.max,
+ * memory.current; hugetlb.<size>.max, .current) or v1's.
+ */
+static uint64_t cgroup_room(const char *root, const char *path, const char *max_f,
+			    const char *cur_f, uint64_t room, bool *limited)
+{
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s%s", root, path);
+	for (;;) {
+		uint64_t max, cur;
+		char *slash;
+
+		if (read_u64(dir, max_f, &max) && max < (1ull << 62) && read_u64(dir, cur_f, &cur)) {
+			uint64_t left = max > cur ? max - cur : 0;
+
+			if (left < room) {
+				room = left;
+				*limited = true;
+			}
+		}
+		slash = strrchr(dir, '/');
+		if (!slash || (size_t)(slash - dir) < strlen(root))
+			break;
+		*slash = 0;
+	}
+	return room;
+}
+
+/* This process's cgroup path for a v1 controller, or v2's ("" controller). */
+static bool cgroup_path(const char *ctrl, char *out, size_t len)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		*c2 = 0;
+		line[strcspn(c2 + 1, "\n") + (size_t)(c2 + 1 - line)] = 0;
+		if (!strcmp(c1 + 1, ctrl) && strcmp(c2 + 1, "/")) {
+			snprintf(out, len, "%s", c2 + 1);
+			found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Free memory for a region of this backing, and which limit says so:
+ * --max-size's default.  MemAvailable (free huge pages for hugetlb) and the
+ * cgroup's remaining room, whichever is smaller: a destination in a 96 MiB
+ * container must not accept 256 MiB and be OOM-killed.  LM_CGROUP names a
+ * cgroup directory to read instead of this process's (tests).
+ */
+static uint64_t free_memory(unsigned int backing, unsigned int *why)
+{
+	char line[256], path[4096], hmax[64], hcur[64];
+	uint64_t avail = 0, hfree = 0, hsize = 0, v, room;
 	FILE *f = fopen("/proc/meminfo", "r");
+	const char *fake = getenv("LM_CGROUP");
+	bool limited = false;
 
 	while (f && fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&v) == 1)
@@ -934,16 +1165,41 @@ static uint64_t free_memory(unsigned int backing)
 	}
 	if (f)
 		fclose(f);
-	return backing == UFFDM_SHMEM ? avail : hfree * hsize;
+	room = backing == UFFDM_SHMEM ? avail : hfree * hsize;
+	*why = backing == UFFDM_SHMEM ? LM_LIMIT_MEMAVAIL : LM_LIMIT_HUGEPAGES;
+	snprintf(hmax, sizeof(hmax), "hugetlb.%s.max", backing == UFFDM_HUGETLB_1G ? "1GB" : "2MB");
+	snprintf(hcur, sizeof(hcur), "hugetlb.%s.current",
+		 backing == UFFDM_HUGETLB_1G ? "1GB" : "2MB");
+	if (fake) {
+		room = backing == UFFDM_SHMEM ?
+		       cgroup_room(fake, "", "memory.max", "memory.current", room, &limited) :
+		       cgroup_room(fake, "", hmax, hcur, room, &limited);
+	} else if (backing == UFFDM_SHMEM) {
+		if (cgroup_path("", path, sizeof(path)))
+			room = cgroup_room("/sys/fs/cgroup", path, "memory.max", "memory.current",
+					   room, &limited);
+		if (cgroup_path("memory", path, sizeof(path)))
+			room = cgroup_room("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes",
+					   "memory.usage_in_bytes", room, &limited);
+	} else if (cgroup_path("", path, sizeof(path))) {
+		room = cgroup_room("/sys/fs/cgroup", path, hmax, hcur, room, &limited);
+	}
+	if (limited)
+		*why = backing == UFFDM_SHMEM ? LM_LIMIT_CGROUP : LM_LIMIT_CGROUP_HUGETLB;
+	return room;
 }
 
-static uint64_t max_size(const struct lm_opts *o)
+static uint64_t max_size(const struct lm_opts *o, unsigned int *why)
 {
-	if (o->max_size)
+	if (o->max_size) {
+		*why = LM_LIMIT_OPTION;
 		return o->max_size;
-	if (o->size_given)
+	}
+	if (o->size_given) {
+		*why = LM_LIMIT_SIZE;
 		return o->size;
-	return free_memory(o->backing);
+	}
+	return free_memory(o->backing, why);
 }
 
 static int setup(struct dst *d)
@@ -952,6 +1208,7 @@ static int setup(struct dst *d)
 
 	d->t_hello = lm_now_ns();
 	d->verify = d->hello.verify;
+	lm_verify_key(d->vkey, d->o->key, d->door.session);
 	if (d->hello.mode != d->o->mode || d->hello.backing > UFFDM_HUGETLB_1G) {
 		fprintf(stderr, "lm: destination: the source asks for mode %s, backing %u; "
 			"this destination runs %s\n", lm_mode_name(d->hello.mode),
@@ -1007,7 +1264,22 @@ static int fail(struct dst *d, const char *phase, int ret)
 	const char *why = d->m.err[0] ? d->m.err : strerror(-ret);
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
+	/*
+	 * SWITCH came but this side will not run the workload: the source
+	 * stays paused until told so (it never resumes on a guess).  Drop the
+	 * link so it asks at once, and answer its rejoin, signed.
+	 */
+	if (d->t_switch && !d->resumed) {
+		int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);
+
+		lm_conn_reset(&d->m);
+		lm_conn_reset(&d->urg);
+		if (!lm_door_tell(&d->door, NULL, wait * 2))
+			fprintf(stderr, "lm: destination: the source did not ask within %d ms "
+				"whether this destination resumed (it did not)\n", wait * 2);
+	}
 	stop_threads(d);
+	lm_door_stop(&d->door);
 	if (d->wl.running)
 		wl_stop(&d->wl);	/* parked, never run */
 	if (ret == -ENOMEM || ret == -EINVAL)
@@ -1029,25 +1301,37 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	pthread_cond_init(&d->cond, NULL);
 	lm_link_init(&d->link, o->bandwidth, o->rtt_ns);
 	d->m.fd = d->urg.fd = -1;
-	lm_door_init(&d->door, o, lfd, max_size(o));
+	{
+		unsigned int why = LM_LIMIT_OPTION;
+		uint64_t max = max_size(o, &why);
+
+		lm_door_init(&d->door, o, lfd, max);
+		d->door.max_kind = why;
+	}
+	if (lm_door_start(&d->door))
+		return LM_EXIT_USAGE;
 	/* like any server, it waits for its source without limit */
 	ret = lm_door_admit(&d->door, &d->m, "main", &d->link, LM_AUTH_MAIN, -1, &d->hello);
 	if (ret == -ECANCELED)
 		fprintf(stderr, "lm: destination: interrupted while waiting for a source\n");
-	if (ret)
+	if (ret) {
+		lm_door_stop(&d->door);
 		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_USAGE;
+	}
 	ret = setup(d);
-	if (ret)
+	if (ret) {
+		lm_door_stop(&d->door);
 		return LM_EXIT_USAGE;
+	}
 	/* the urgent connection follows at once, or the source is gone */
 	ret = lm_door_admit(&d->door, &d->urg, "urgent", &d->link, LM_AUTH_URGENT,
 			    o->timeout_ms, &(struct lm_hello){ 0 });
-	if (ret)
-		return LM_EXIT_PEER_LOST;
+	if (ret) {
+		lm_door_stop(&d->door);
+		return ret == -ECANCELED ? LM_EXIT_INTERRUPTED : LM_EXIT_PEER_LOST;
+	}
 	d->urg.timeout_ms = 0;	/* idle until the switch-over */
-	ret = lm_door_start(&d->door);
-	if (!ret)
-		ret = start_sampler(d);
+	ret = start_sampler(d);
 	if (!ret)
 		ret = prepare_postcopy(d);
 	if (!ret)
@@ -1055,17 +1339,37 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	if (ret)
 		return fail(d, "before the switch-over (the source keeps the workload)", ret);
 	ret = resume(d);
+	/* RESUMED lost with the link: the source rejoins (receive_postcopy fails first) */
+	if (ret && d->resumed && !lm_err_is_protocol(ret) && ret != -ECANCELED)
+		ret = 0;
 	if (ret && d->resumed)
 		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 	if (ret)
 		return fail(d, "at the switch-over (the source keeps the workload)", ret);
 	lm_msg(o, "destination: resumed %.3f ms after the switch frame\n",
 	       (double)(d->t_resume - d->t_switch) / 1e6);
-	while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) && d->rejoins < 16 &&
-	       !atomic_load(&d->dead) && !rejoin(d))
-		;
-	if (ret)
-		return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	for (;;) {
+		while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) &&
+		       d->rejoins < 16 && !atomic_load(&d->dead) && !rejoin(d))
+			;
+		if (ret)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+		beat_start(d);
+		ret = wait_mapped(d);
+		if (!ret)
+			break;
+		beat_stop(d);
+		if (ret != -ETIMEDOUT || d->rejoins >= 16)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+		/* stalled: drop both connections; the source rejoins and resends */
+		shutdown(d->m.fd, SHUT_RDWR);
+		shutdown(d->urg.fd, SHUT_RDWR);
+		ret = rejoin(d);
+		if (ret)
+			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
+	}
 	atomic_store(&d->rejoinable, 0);
+	/* a rejoin now waits ("busy") for the verdict (deliver_verdict) */
+	atomic_store(&d->door.rejoin_ok, 0);
 	return finish(d);
 }

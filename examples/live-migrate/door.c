@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The destination's door: accept a connection, make the peer prove the key
- * (auth.c) before reading anything else, then check what it asks for --
- * mode, and a region no larger than --max-size -- before anything is
- * allocated.  Strangers are refused and the door stays open for the real
- * source; once a migration is admitted a doorman thread refuses every other
- * source ("busy") and hands a rejoining connection of this migration's
- * session to the destination.
+ * The destination's door: one doorman thread, from the first accept to the
+ * exit, runs every handshake at once -- up to LM_DOOR_SLOTS of them, each a
+ * small state machine on a non-blocking socket with a TOTAL deadline
+ * (--timeout from its accept, however the bytes trickle in) -- and never
+ * sleeps for a peer: no --rtt delay, no pacing before the key is proven.
+ * Each connection gets a CHALLENGE, must answer with AUTH and HELLO (a
+ * fixed few hundred bytes read into the slot: nothing allocated), and the
+ * MAC binds both to the key (auth.c).  Then what it asks for -- mode, a
+ * region no larger than --max-size -- is checked before dest.c allocates
+ * anything.  The first main connection admitted fixes the session; its
+ * urgent connection and later rejoins must carry it; every other source is
+ * refused ("busy").  A full table drops its oldest handshake: a real source
+ * finishes in a round trip, a stranger holding slots is the oldest.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sodium.h>
 
 #include "lm.h"
 
@@ -56,216 +64,456 @@ static void say_refused(struct lm_door *door, const char *peer, const char *why)
 			n % 1000 == 0 ? " (a thousand more)" : "");
 }
 
+
+#define LM_DOOR_SLOTS	64
+#define HS_BUF		256	/* AUTH and HELLO frames, with room */
+
+/* One handshake in progress. */
+struct hs {
+	int fd;
+	uint64_t deadline;
+	struct lm_challenge ch;
+	struct lm_auth auth;
+	unsigned int nframes;		/* 0: reading AUTH, 1: HELLO */
+	_Alignas(8) uint8_t buf[HS_BUF];	/* frames cast in place: aligned */
+	size_t got;
+	char peer[80];
+};
+
+struct lm_door_slots {
+	struct hs hs[LM_DOOR_SLOTS];
+};
+
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size)
 {
+	pthread_condattr_t ca;
+
 	memset(door, 0, sizeof(*door));
 	door->o = o;
 	door->lfd = lfd;
 	door->max_size = max_size;
 	door->rejoin_fd[0] = door->rejoin_fd[1] = -1;
+	door->given_fd[0] = door->given_fd[1] = -1;
 	pthread_mutex_init(&door->lock, NULL);
-	pthread_cond_init(&door->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&door->cond, &ca);
+	pthread_condattr_destroy(&ca);
 }
 
-/* One accepted, authenticated connection in c, its AUTH in a; -EAGAIN: a
- * stranger was refused; -ETIMEDOUT: nobody came within wait_ms. */
-static int admit_one(struct lm_door *door, struct lm_conn *c, const char *name,
-		     struct lm_link *link, int wait_ms, struct lm_auth *a, struct lm_challenge *ch,
-		     char *peer, size_t plen)
+/* A handshake frame, whole or not at all: the socket is fresh, so it fits. */
+static void hs_send(int fd, unsigned int type, const void *fixed)
 {
-	int fd, ret, pr;
+	uint8_t b[128];
+	size_t n = lm_frame_encode(b, sizeof(b), type, 0, fixed, NULL, 0);
 
-	pr = lm_wait_fd(door->lfd, POLLIN, wait_ms);
-	if (pr <= 0)
-		return pr < 0 ? pr : -ETIMEDOUT;
-	fd = accept4(door->lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return errno == EMFILE || errno == ENFILE ? -errno : -EAGAIN;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	peer_name(fd, peer, plen);
-	ret = lm_conn_init(c, fd, name, link, door->o->timeout_ms);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	ret = lm_auth_server(c, door->o->key, door->o->verify ? LM_CHAL_VERIFY : 0, a, ch);
-	if (ret) {
-		say_refused(door, peer, c->err);
-		lm_conn_close(c);
-		return -EAGAIN;
-	}
-	return 0;
+	if (n && send(fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n)
+		shutdown(fd, SHUT_RDWR);
+}
+
+static void hs_refuse(int fd, unsigned int why, unsigned int mode, uint64_t max_size)
+{
+	struct lm_refuse r = { .why = why, .mode = mode, .max_size = max_size };
+
+	hs_send(fd, LM_REFUSE, &r);
+}
+
+static void hs_drop(struct hs *h)
+{
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = -1;
 }
 
 static bool same_session(const struct lm_door *door, const struct lm_auth *a)
 {
-	return !memcmp(door->session, a->session, LM_SESSION);
+	return door->have_session && !memcmp(door->session, a->session, LM_SESSION);
 }
 
-/* HELLO after AUTH: what the source asks for, checked before any allocation. */
-static int check_hello(struct lm_door *door, struct lm_conn *c, const char *peer,
-		       unsigned int kind, struct lm_hello *hello)
+/* HELLO: what the source asks for, checked before any allocation. */
+static int check_hello(struct lm_door *door, struct hs *h, const struct lm_hello *hello)
 {
-	static const struct lm_geom none;
-	struct lm_frame f;
+	bool urgent = h->auth.kind == LM_AUTH_URGENT || h->auth.kind == LM_AUTH_REJOIN_URGENT;
+	const struct lm_hdr *hd = (const void *)(h->buf + sizeof(struct lm_hdr) +
+						 sizeof(struct lm_auth));
 	char why[200];
-	int ret = lm_recv(c, &none, &f);
 
-	if (!ret && (f.h.type != LM_HELLO ||
-		     !!(f.h.flags & LM_F_URGENT) != (kind == LM_AUTH_URGENT))) {
-		snprintf(c->err, sizeof(c->err), "expected HELLO, got %s", lm_type_name(f.h.type));
-		ret = -EBADMSG;
+	if (!!(hd->flags & LM_F_URGENT) != urgent) {
+		say_refused(door, h->peer, "HELLO's urgent flag does not match its AUTH");
+		return -EBADMSG;
 	}
-	if (ret) {
-		say_refused(door, peer, c->err);
-		return ret;
-	}
-	*hello = *(const struct lm_hello *)f.fixed;
 	if (hello->mode != door->o->mode) {
 		snprintf(why, sizeof(why), "it asks for --mode %s; this destination runs %s",
 			 lm_mode_name(hello->mode), lm_mode_name(door->o->mode));
-		say_refused(door, peer, why);
-		lm_refuse(c, LM_REFUSE_MODE, door->o->mode, 0);
+		say_refused(door, h->peer, why);
+		hs_refuse(h->fd, LM_REFUSE_MODE, door->o->mode, 0);
 		return -EINVAL;
 	}
 	if (hello->size > door->max_size || hello->backing > UFFDM_HUGETLB_1G) {
 		snprintf(why, sizeof(why), "it asks for a %llu-byte region, more than this "
-			 "destination's --max-size %llu", (unsigned long long)hello->size,
-			 (unsigned long long)door->max_size);
-		say_refused(door, peer, why);
-		lm_refuse(c, LM_REFUSE_SIZE, 0, door->max_size);
+			 "destination takes: %llu bytes (%s)", (unsigned long long)hello->size,
+			 (unsigned long long)door->max_size, lm_limit_name(door->max_kind));
+		say_refused(door, h->peer, why);
+		hs_refuse(h->fd, LM_REFUSE_SIZE, door->max_kind, door->max_size);
 		return -EFBIG;
 	}
 	return 0;
 }
 
-int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
-		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello)
+/* Accepted: AUTH_OK, and the socket goes to dest.c (the lock is held). */
+static void give(struct lm_door *door, struct hs *h, const struct lm_hello *hello, int *slot,
+		 uint8_t key[32])
 {
-	uint64_t t_end = wait_ms < 0 ? 0 : lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
+	struct lm_auth_ok ok;
 
-	for (;;) {
-		struct lm_challenge ch;
-		struct lm_auth a;
-		char peer[80];
-		int left = -1, ret;
-
-		if (t_end) {
-			uint64_t now = lm_now_ns();
-
-			if (now >= t_end) {
-				fprintf(stderr, "lm: destination: no %s connection within %d ms\n",
-					name, wait_ms);
-				return -ETIMEDOUT;
-			}
-			left = (int)((t_end - now) / 1000000ull) + 1;
-		}
-		ret = admit_one(door, c, name, link, left, &a, &ch, peer, sizeof(peer));
-		if (ret == -EAGAIN)
-			continue;
-		if (ret == -ETIMEDOUT)
-			fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name,
-				wait_ms);
-		if (ret)
-			return ret;
-		if (a.kind != kind || (kind != LM_AUTH_MAIN && !same_session(door, &a))) {
-			say_refused(door, peer, kind == LM_AUTH_MAIN ? "it asks to rejoin a migration "
-				    "this destination does not have" : "another source's connection "
-				    "while one migration is being set up");
-			lm_refuse(c, kind == LM_AUTH_MAIN ? LM_REFUSE_SESSION : LM_REFUSE_BUSY, 0, 0);
-			lm_conn_close(c);
-			continue;
-		}
-		ret = check_hello(door, c, peer, kind, hello);
-		if (!ret)
-			ret = lm_auth_accept(c, door->o->key, &ch, &a);
-		if (ret) {
-			lm_conn_close(c);
-			continue;
-		}
-		if (kind == LM_AUTH_MAIN)
-			memcpy(door->session, a.session, LM_SESSION);
-		return 0;
-	}
-}
-
-/* A rejoining connection of our session: kept until dest.c takes it. */
-static bool lm_door_rejoin_offer(struct lm_door *door, struct lm_conn *c, const char *peer,
-				 const struct lm_challenge *ch, const struct lm_auth *a)
-{
-	bool urgent = a->kind == LM_AUTH_REJOIN_URGENT;
-	struct lm_hello hello;
-
-	if (!atomic_load(&door->rejoin_ok) ||
-	    check_hello(door, c, peer, urgent ? LM_AUTH_URGENT : LM_AUTH_MAIN, &hello) ||
-	    lm_auth_accept(c, door->o->key, ch, a))
-		return false;
-	pthread_mutex_lock(&door->lock);
-	if (door->rejoin_fd[urgent] >= 0)
-		close(door->rejoin_fd[urgent]);
-	door->rejoin_fd[urgent] = c->fd;
-	c->fd = -1;
+	lm_conn_key(key, door->o->key, &h->ch, &h->auth);
+	lm_auth_ok_make(&ok, door->o->key, &h->ch, &h->auth, hello);
+	hs_send(h->fd, LM_AUTH_OK, &ok);
+	if (*slot >= 0)
+		close(*slot);
+	*slot = h->fd;
+	h->fd = -1;
 	pthread_cond_broadcast(&door->cond);
-	pthread_mutex_unlock(&door->lock);
-	lm_conn_close(c);
-	return true;
 }
 
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms)
+/* A proven peer: which connection is it, and is it welcome? */
+static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *hello)
 {
-	struct timespec ts;
-	int ret = 0;
+	unsigned int kind = h->auth.kind;
+	const char *busy = NULL;
+	unsigned int why = LM_REFUSE_BUSY;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += wait_ms / 1000;
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&door->lock);
-	while ((door->rejoin_fd[0] < 0 || door->rejoin_fd[1] < 0) && !ret)
-		ret = pthread_cond_timedwait(&door->cond, &door->lock, &ts);
-	if (door->rejoin_fd[0] >= 0 && door->rejoin_fd[1] >= 0) {
-		*mfd = door->rejoin_fd[0];
-		*ufd = door->rejoin_fd[1];
-		door->rejoin_fd[0] = door->rejoin_fd[1] = -1;
-		ret = 0;
+	if (kind == LM_AUTH_MAIN && !door->have_session) {
+		if (!check_hello(door, h, hello)) {
+			memcpy(door->session, h->auth.session, LM_SESSION);
+			door->have_session = true;
+			door->hello = *hello;
+			give(door, h, hello, &door->given_fd[0], door->given_key[0]);
+		}
+	} else if (kind == LM_AUTH_URGENT && same_session(door, &h->auth) && !door->urgent_given) {
+		if (!check_hello(door, h, hello)) {
+			door->urgent_given = true;
+			give(door, h, hello, &door->given_fd[1], door->given_key[1]);
+		}
+	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
+		   same_session(door, &h->auth) && atomic_load(&door->rejoin_ok)) {
+		if (!check_hello(door, h, hello))
+			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT],
+			     door->rejoin_key[kind == LM_AUTH_REJOIN_URGENT]);
+	} else if (kind == LM_AUTH_REJOIN_MAIN && same_session(door, &h->auth) &&
+		   (atomic_load(&door->not_resumed) || atomic_load(&door->finished))) {
+		struct lm_refuse r = { .why = atomic_load(&door->finished) ? LM_REFUSE_FINISHED :
+					      LM_REFUSE_NOT_RESUMED, .fin = door->fin };
+
+		lm_refuse_mac(r.mac, door->o->key, &h->ch, &h->auth, hello, &r);
+		hs_send(h->fd, LM_REFUSE, &r);
+		fprintf(stderr, "lm: destination: told the rejoining source %s %s\n", h->peer,
+			r.why == LM_REFUSE_FINISHED ? "the verdict its lost FIN carried" :
+			"that this destination did not resume: the workload is the source's");
+		atomic_store(&door->told, 1);
+		pthread_cond_broadcast(&door->cond);
+	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
+		   same_session(door, &h->auth)) {
+		/* SWITCH is here, the decision not yet made: it asks again */
+		busy = "it rejoins before this destination decided whether it resumes";
+	} else if (kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) {
+		busy = "it asks to rejoin a migration this destination does not have (or not yet)";
+		why = LM_REFUSE_SESSION;
 	} else {
-		ret = -ETIMEDOUT;
+		busy = door->urgent_given ? "a migration is in progress (busy)" :
+		       "another source's connection while one migration is being set up";
 	}
 	pthread_mutex_unlock(&door->lock);
-	return ret;
+	if (busy) {
+		say_refused(door, h->peer, busy);
+		hs_refuse(h->fd, why, 0, 0);
+	}
+	hs_drop(h);
 }
 
-/* While a migration runs: refuse other sources, keep rejoins for dest.c. */
+/* Frame k of the handshake is whole in h->buf: check it. 1: go on, 0: done, <0: refused. */
+static int hs_frame(struct lm_door *door, struct hs *h, size_t at)
+{
+	static const struct lm_geom none;
+	const struct lm_hdr *hd = (const void *)(h->buf + at);
+	const void *body = h->buf + at + sizeof(*hd);
+	unsigned int want = h->nframes ? LM_HELLO : LM_AUTH;
+	struct lm_frame f;
+	char err[160];
+
+	if (hd->type != want) {
+		snprintf(err, sizeof(err), "expected %s, got %s (not an lm source of this version, "
+			 "or no key)", lm_type_name(want), lm_type_name(hd->type));
+		say_refused(door, h->peer, err);
+		hs_refuse(h->fd, LM_REFUSE_KEY, 0, 0);
+		return -EACCES;
+	}
+	/* the key first: a stranger learns nothing from how its HELLO is judged */
+	if (want == LM_HELLO && (hd->len != sizeof(struct lm_hello) ||
+				 lm_auth_check(door->o->key, &h->ch, &h->auth, body))) {
+		say_refused(door, h->peer, "wrong key");
+		hs_refuse(h->fd, LM_REFUSE_KEY, 0, 0);
+		return -EACCES;
+	}
+	if (lm_payload_check(hd, body, &none, &f, err, sizeof(err))) {
+		say_refused(door, h->peer, err);
+		return -EBADMSG;
+	}
+	if (!h->nframes++) {
+		h->auth = *(const struct lm_auth *)f.fixed;
+		return 1;
+	}
+	dispatch(door, h, f.fixed);
+	return 0;
+}
+
+/* Bytes the current frame still needs: its header first, then its length. */
+static size_t hs_need(const struct hs *h, size_t *at)
+{
+	size_t start = h->nframes ? sizeof(struct lm_hdr) + sizeof(struct lm_auth) : 0;
+	const struct lm_hdr *hd = (const void *)(h->buf + start);
+
+	*at = start;
+	if (h->got < start + sizeof(*hd))
+		return start + sizeof(*hd) - h->got;
+	return start + sizeof(*hd) + hd->len - h->got;
+}
+
+static void hs_eof(struct lm_door *door, struct hs *h, size_t at, int err)
+{
+	const struct lm_hdr *hd = (const void *)(h->buf + at);
+	size_t in = h->got - at;
+	char why[200];
+
+	if (in == 0 && !err)
+		snprintf(why, sizeof(why), "incoming connection closed by the peer");
+	else if (in < sizeof(*hd))
+		snprintf(why, sizeof(why), "incoming connection: truncated frame header (%zu of "
+			 "%zu bytes): %s", in, sizeof(*hd), err ? strerror(err) : "closed by the peer");
+	else
+		snprintf(why, sizeof(why), "incoming connection: truncated %s frame (%zu of %u "
+			 "bytes): %s", lm_type_name(hd->type), in - sizeof(*hd), hd->len,
+			 err ? strerror(err) : "closed by the peer");
+	say_refused(door, h->peer, why);
+}
+
+/* The peer sent something: read what the current frame needs, no more. */
+static void hs_read(struct lm_door *door, struct hs *h)
+{
+	for (;;) {
+		size_t at, need = hs_need(h, &at);
+		const struct lm_hdr *hd = (const void *)(h->buf + at);
+		char err[160];
+		ssize_t r;
+		int ret;
+
+		if (h->got - at == sizeof(*hd) && need) {
+			/* a whole header: refuse what no handshake frame can be */
+			if ((ret = lm_hdr_check(hd, err, sizeof(err))) ||
+			    hd->len > HS_BUF - h->got) {
+				if (!ret)
+					snprintf(err, sizeof(err), "oversized %s frame in a "
+						 "handshake: %u bytes", lm_type_name(hd->type),
+						 hd->len);
+				say_refused(door, h->peer, err);
+				hs_drop(h);
+				return;
+			}
+		}
+		if (!need) {
+			if (hs_frame(door, h, at) <= 0) {
+				hs_drop(h);
+				return;
+			}
+			continue;
+		}
+		r = recv(h->fd, h->buf + h->got, need, MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (r <= 0) {
+			hs_eof(door, h, at, r < 0 ? errno : 0);
+			hs_drop(h);
+			return;
+		}
+		h->got += (size_t)r;
+	}
+}
+
+/* A new connection into a free slot (the oldest one's when all are taken). */
+static void hs_accept(struct lm_door *door, struct lm_door_slots *t)
+{
+	struct hs *h = NULL;
+	int fd = accept4(door->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
+		struct hs *c = &t->hs[k];
+
+		if (c->fd < 0) {
+			h = c;
+			break;
+		}
+		if (!h || c->deadline < h->deadline)
+			h = c;
+	}
+	if (h->fd >= 0) {
+		say_refused(door, h->peer, "its handshake was the oldest of a full table");
+		hs_drop(h);
+	}
+	memset(h, 0, sizeof(*h));
+	h->fd = fd;
+	h->deadline = lm_now_ns() + (uint64_t)door->o->timeout_ms * 1000000ull;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	peer_name(fd, h->peer, sizeof(h->peer));
+	h->ch = (struct lm_challenge){ .version = LM_VERSION,
+				       .flags = door->o->verify ? LM_CHAL_VERIFY : 0 };
+	randombytes_buf(h->ch.nonce, LM_NONCE);
+	hs_send(fd, LM_CHALLENGE, &h->ch);
+}
+
+/* One turn: wait up to 100 ms for anything, move every handshake on. */
+static void door_turn(struct lm_door *door, struct lm_door_slots *t)
+{
+	struct pollfd pf[1 + LM_DOOR_SLOTS];
+	int idx[LM_DOOR_SLOTS], n = 1, wait = 100;
+	uint64_t now = lm_now_ns();
+
+	pf[0] = (struct pollfd){ .fd = door->lfd, .events = POLLIN };
+	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
+		struct hs *h = &t->hs[k];
+		char why[120];
+
+		if (h->fd < 0)
+			continue;
+		if (now >= h->deadline) {
+			snprintf(why, sizeof(why), "no handshake within %d ms of its connect",
+				 door->o->timeout_ms);
+			say_refused(door, h->peer, why);
+			hs_drop(h);
+			continue;
+		}
+		if ((h->deadline - now) / 1000000 < (uint64_t)wait)
+			wait = (int)((h->deadline - now) / 1000000) + 1;
+		idx[n - 1] = k;
+		pf[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+	}
+	if (poll(pf, (nfds_t)n, wait) <= 0)
+		return;
+	for (int i = 1; i < n; i++)
+		if (pf[i].revents)
+			hs_read(door, &t->hs[idx[i - 1]]);
+	if (pf[0].revents & POLLIN)
+		hs_accept(door, t);
+}
+
 static void *doorman(void *p)
 {
 	struct lm_door *door = p;
+	struct lm_door_slots *t = calloc(1, sizeof(*t));
 
-	while (!atomic_load(&door->stop)) {
-		struct lm_challenge ch;
-		struct lm_conn c;
-		struct lm_auth a;
-		char peer[80];
-		int ret = admit_one(door, &c, "rejoin", NULL, 100, &a, &ch, peer, sizeof(peer));
-
-		if (ret == -ETIMEDOUT || ret == -EAGAIN)
-			continue;
-		if (ret)
-			break;
-		if ((a.kind == LM_AUTH_REJOIN_MAIN || a.kind == LM_AUTH_REJOIN_URGENT) &&
-		    same_session(door, &a)) {
-			if (lm_door_rejoin_offer(door, &c, peer, &ch, &a))
-				continue;
-			lm_conn_close(&c);
-			continue;
-		}
-		say_refused(door, peer, "a migration is in progress (busy)");
-		lm_refuse(&c, LM_REFUSE_BUSY, 0, 0);
-		lm_conn_close(&c);
-	}
+	if (!t)
+		return NULL;
+	for (int k = 0; k < LM_DOOR_SLOTS; k++)
+		t->hs[k].fd = -1;
+	while (!atomic_load(&door->stop))
+		door_turn(door, t);
+	for (int k = 0; k < LM_DOOR_SLOTS; k++)
+		hs_drop(&t->hs[k]);
+	free(t);
 	return NULL;
+}
+
+/* Until cond holds, in 100 ms slices (an interrupt is seen); wait_ms < 0: no limit. */
+static int door_wait(struct lm_door *door, int *slot, const uint8_t *key, uint8_t out[32],
+		     int wait_ms)
+{
+	uint64_t end = wait_ms < 0 ? 0 : lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
+	int fd;
+
+	pthread_mutex_lock(&door->lock);
+	while (*slot < 0) {
+		uint64_t t = lm_now_ns() + 100000000ull;
+		struct timespec ts;
+
+		if (lm_interrupted || (end && lm_now_ns() >= end))
+			break;
+		if (end && t > end)
+			t = end;
+		/* the condition variable runs on CLOCK_MONOTONIC (lm_door_init) */
+		ts.tv_sec = (time_t)(t / 1000000000ull);
+		ts.tv_nsec = (long)(t % 1000000000ull);
+		pthread_cond_timedwait(&door->cond, &door->lock, &ts);
+	}
+	fd = *slot;
+	*slot = -1;
+	memcpy(out, key, 32);
+	pthread_mutex_unlock(&door->lock);
+	if (fd >= 0)
+		return fd;
+	return lm_interrupted ? -ECANCELED : -ETIMEDOUT;
+}
+
+int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
+		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello)
+{
+	unsigned int k = kind == LM_AUTH_URGENT;
+	uint8_t key[32];
+	int fd = door_wait(door, &door->given_fd[k], door->given_key[k], key, wait_ms), ret;
+
+	if (fd == -ETIMEDOUT)
+		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name, wait_ms);
+	if (fd < 0)
+		return fd;
+	/* the door's socket was non-blocking; lm_conn waits with poll */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	ret = lm_conn_init(c, fd, name, link, door->o->timeout_ms);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	lm_conn_seal(c, key, false);
+	sodium_memzero(key, sizeof(key));
+	pthread_mutex_lock(&door->lock);
+	*hello = door->hello;
+	pthread_mutex_unlock(&door->lock);
+	return 0;
+}
+
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+			int wait_ms)
+{
+	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
+	int m = door_wait(door, &door->rejoin_fd[0], door->rejoin_key[0], keys[0], wait_ms), u;
+
+	if (m < 0)
+		return m;
+	u = door_wait(door, &door->rejoin_fd[1], door->rejoin_key[1], keys[1],
+		      (int)((end - lm_now_ns()) / 1000000ull) + 100);
+	if (u < 0) {
+		close(m);
+		return u;
+	}
+	fcntl(m, F_SETFL, fcntl(m, F_GETFL) & ~O_NONBLOCK);
+	fcntl(u, F_SETFL, fcntl(u, F_GETFL) & ~O_NONBLOCK);
+	*mfd = m;
+	*ufd = u;
+	return 0;
+}
+
+bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms)
+{
+	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
+
+	pthread_mutex_lock(&door->lock);
+	if (fin)
+		door->fin = *fin;
+	pthread_mutex_unlock(&door->lock);
+	atomic_store(fin ? &door->finished : &door->not_resumed, 1);
+	while (door->running && !atomic_load(&door->told) && lm_now_ns() < end)
+		usleep(20000);
+	return atomic_load(&door->told);
 }
 
 int lm_door_start(struct lm_door *door)
@@ -283,9 +531,11 @@ void lm_door_stop(struct lm_door *door)
 	atomic_store(&door->stop, 1);
 	pthread_join(door->tid, NULL);
 	door->running = false;
-	for (int k = 0; k < 2; k++)
-		if (door->rejoin_fd[k] >= 0) {
+	for (int k = 0; k < 2; k++) {
+		if (door->rejoin_fd[k] >= 0)
 			close(door->rejoin_fd[k]);
-			door->rejoin_fd[k] = -1;
-		}
+		if (door->given_fd[k] >= 0)
+			close(door->given_fd[k]);
+		door->rejoin_fd[k] = door->given_fd[k] = -1;
+	}
 }

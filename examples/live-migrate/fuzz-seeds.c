@@ -28,6 +28,8 @@ size_t lm_fuzz_seeds(uint8_t seed[][CAP], size_t *len)
 	struct lm_auth_ok ok = { { 1 } };
 	struct lm_refuse rf = { .why = LM_REFUSE_SIZE, .max_size = 1 << 20 };
 	struct lm_need nd = { .first = 8, .nbits = 70 };
+	struct lm_fin fin = { .npages = 256, .mapped = 256, .verified = 256 };
+	struct lm_progress pr = { .mapped = 7, .phase = LM_PHASE_RUNNING };
 	size_t n = 0;
 
 	len[n] = lm_frame_encode(seed[n], CAP, LM_HELLO, 0, &h, NULL, 0), n++;
@@ -39,12 +41,13 @@ size_t lm_fuzz_seeds(uint8_t seed[][CAP], size_t *len)
 	len[n] = lm_frame_encode(seed[n], CAP, LM_ROUND, 0, &rd, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_SWITCH, 0, &sw, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_DONE, 0, &d, NULL, 0), n++;
-	len[n] = lm_frame_encode(seed[n], CAP, LM_FIN, 0, NULL, NULL, 0), n++;
+	len[n] = lm_frame_encode(seed[n], CAP, LM_FIN, 0, &fin, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_CHALLENGE, 0, &ch, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_AUTH, 0, &au, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_AUTH_OK, 0, &ok, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_REFUSE, 0, &rf, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_NEED, LM_F_LAST, &nd, zero, 9), n++;
+	len[n] = lm_frame_encode(seed[n], CAP, LM_PROGRESS, 0, &pr, NULL, 0), n++;
 	return n;
 }
 

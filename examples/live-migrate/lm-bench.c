@@ -8,7 +8,10 @@
  *            [--backing shmem|hugetlb] [--track T] [--rtt 100us] [--precopy S]
  *            [--after S]
  */
+#include <ctype.h>
 #include <getopt.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +92,8 @@ static void usage(FILE *f)
 "  --precopy S          workload seconds before precopy (default 1)\n"
 "  --after S            workload seconds after resume (default 0.5)\n"
 "  --runs N             runs per point, modes interleaved; min/median/max (default 1)\n"
+"  --load N             N busy loops (one process each) beside every run: the\n"
+"                       switch-over on a busy machine (default 0)\n"
 "Each point runs lm run --verify in minor, stop-copy and postcopy-missing mode\n"
 "and prints downtime ratios against minor mode. Lists hold at most %d items.\n"
 "exit: 0 every run verified, 1 usage, 4 a run failed\n", MAX_LIST);
@@ -99,6 +104,7 @@ struct bench {
 	int ns, nst, nb;
 	const char *backing, *track, *rtt, *precopy, *after;
 	int runs;
+	int load;		/* busy loops beside every run */
 };
 
 static int parse(struct bench *b, int argc, char **argv)
@@ -108,7 +114,7 @@ static int parse(struct bench *b, int argc, char **argv)
 		{ "bandwidth", 1, NULL, 'b' }, { "backing", 1, NULL, 'k' },
 		{ "track", 1, NULL, 't' }, { "rtt", 1, NULL, 'r' },
 		{ "precopy", 1, NULL, 'p' }, { "after", 1, NULL, 'a' },
-		{ "runs", 1, NULL, 'n' },
+		{ "runs", 1, NULL, 'n' }, { "load", 1, NULL, 'l' },
 		{ "help", 0, NULL, 'h' }, { 0 }
 	};
 	static char def_sizes[] = "64M,128M", def_stales[] = "0.01,0.1,0.3", def_bws[] = "1G";
@@ -131,6 +137,13 @@ static int parse(struct bench *b, int argc, char **argv)
 			b->runs = atoi(optarg);
 			if (b->runs < 1 || b->runs > MAX_RUNS) {
 				fprintf(stderr, "lm-bench: --runs must be in 1..%d\n", MAX_RUNS);
+				return -1;
+			}
+			break;
+		case 'l':
+			b->load = atoi(optarg);
+			if (b->load < 0 || b->load > 64 || !isdigit((unsigned char)optarg[0])) {
+				fprintf(stderr, "lm-bench: --load must be in 0..64\n");
 				return -1;
 			}
 			break;
@@ -225,13 +238,39 @@ static int point(const struct bench *b, char *size, char *stale, char *bw)
 	return ok ? 0 : 1;
 }
 
+/* N processes that only spin, each dying with lm-bench; their pids in pid[]. */
+static void start_load(int n, pid_t *pid)
+{
+	for (int i = 0; i < n; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
+}
+
+static void stop_load(int n, const pid_t *pid)
+{
+	for (int i = 0; i < n; i++)
+		if (pid[i] > 0) {
+			kill(pid[i], SIGKILL);
+			waitpid(pid[i], NULL, 0);
+		}
+}
+
 int main(int argc, char **argv)
 {
+	pid_t hogs[64];
 	struct bench b;
 	int failed = 0;
 
 	if (parse(&b, argc, argv))
 		return 1;
+	if (b.load)
+		printf("load: %d busy loop%s beside every run\n", b.load, b.load > 1 ? "s" : "");
+	start_load(b.load, hogs);
 	printf("downtime ms over %d run%s: min median max; ratios of medians; fault latency "
 	       "medians; 'won': minor's median below both baselines'\n", b.runs,
 	       b.runs > 1 ? "s" : "");
@@ -249,9 +288,12 @@ int main(int argc, char **argv)
 				 * every point; later (a size the huge-page pool
 				 * cannot hold) it is that point's failure.
 				 */
-				if (ret < 0 && !i && !j && !k)
+				if (ret < 0 && !i && !j && !k) {
+					stop_load(b.load, hogs);
 					return 1;
+				}
 				failed += ret != 0;
 			}
+	stop_load(b.load, hogs);
 	return failed ? 4 : 0;
 }

@@ -23,6 +23,8 @@ enum {
 	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
 	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
+	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no word from the destination:
+				 * paused, not resumed here; the operator decides */
 	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
@@ -148,6 +150,7 @@ struct lm_opts {
 	const char *plot;
 	const char *addr;		/* host:port */
 	int timeout_ms;
+	int rejoin_ms;			/* a broken link comes back within; <0: the operator's */
 	const char *inject;		/* test hooks: die-precopy, die-postcopy */
 	unsigned int handler_threads;
 	int listen_fd;			/* dest: inherited, or -1 */
@@ -156,6 +159,12 @@ struct lm_opts {
 	bool size_given;		/* dest: --size is what it expects */
 	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
 };
+
+/* How long a rejoin may take: --rejoin, else --timeout; -1: no limit. */
+static inline int lm_rejoin_ms(const struct lm_opts *o)
+{
+	return o->rejoin_ms ? o->rejoin_ms : o->timeout_ms;
+}
 
 struct lm_report {
 	enum lm_mode mode;
@@ -175,7 +184,8 @@ struct lm_report {
 };
 
 void lm_report_print(const struct lm_report *r, const struct lm_opts *o);
-int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns);
+void lm_outcome_print(const struct lm_fin *f, const struct lm_opts *o, const char *side);
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns, uint64_t nfaults);
 
 /* ---- auth.c: the shared key and the handshake ---------------------------- */
 
@@ -189,12 +199,24 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
  * -ESRCH (no such session) when refused; c->err says why. */
 int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
-		   struct lm_hello *hello);
-/* Destination: CHALLENGE, then AUTH checked; -EACCES (refused) on a wrong key. */
-int lm_auth_server(struct lm_conn *c, const uint8_t *key, uint32_t flags, struct lm_auth *out,
-		   struct lm_challenge *ch);
-int lm_auth_accept(struct lm_conn *c, const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a);
+		   struct lm_hello *hello, struct lm_fin *fin);
+/* Destination: 0 if AUTH's MAC binds this challenge and hello to the key, else -EACCES. */
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
+		  const struct lm_hello *hello);
+/* AUTH_OK: the destination's proof of the key over the same. */
+void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
+		     const struct lm_auth *a, const struct lm_hello *hello);
+/* A connection's frame key, from the shared key and this handshake's nonces. */
+void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+		 const struct lm_auth *a);
+/* --verify's page hash is keyed (SipHash): the network cannot forge a page and its hash. */
+void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION]);
+uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n);
+/* NOT_RESUMED's and FINISHED's MAC: the destination's word that the
+ * workload is the source's, or what the outcome was. */
+void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
+		   const struct lm_auth *a, const struct lm_hello *hello,
+		   const struct lm_refuse *r);
 void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
@@ -203,26 +225,40 @@ struct lm_door {
 	const struct lm_opts *o;
 	int lfd;
 	uint64_t max_size;
-	uint8_t session[LM_SESSION];	/* the admitted migration's */
-	atomic_uint_fast64_t refused;
+	unsigned int max_kind;		/* which limit set max_size: enum lm_limit */
 	pthread_t tid;
 	bool running;
 	atomic_int stop;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;		/* with cond: what the doorman hands over */
 	pthread_cond_t cond;
+	bool have_session, urgent_given;
+	uint8_t session[LM_SESSION];	/* the admitted migration's */
+	struct lm_hello hello;		/* its main connection's */
+	atomic_uint_fast64_t refused;
 	atomic_int rejoin_ok;		/* the destination resumed: rejoins welcome */
+	atomic_int not_resumed;		/* it never will: a rejoin is told so */
+	atomic_int finished;		/* FIN went out: a rejoin is told the verdict */
+	struct lm_fin fin;
+	atomic_int told;		/* a rejoining source was told */
+	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
+	uint8_t given_key[2][32], rejoin_key[2][32];	/* their frame keys */
 };
 
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
-/* An authenticated connection of this kind (its HELLO in hello), refusing
- * every other; wait_ms < 0: no limit. */
+/* The admitted connection of this kind (main's HELLO in hello), from the
+ * doorman (lm_door_start first); wait_ms < 0: no limit. */
 int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello);
 int lm_door_start(struct lm_door *door);
-/* Both connections of a rejoin of this session, within wait_ms. */
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, int wait_ms);
+/* Both connections of a rejoin of this session, within wait_ms; their
+ * frame keys in keys (lm_conn_seal). */
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+			int wait_ms);
 void lm_door_stop(struct lm_door *door);
+/* The destination will not resume, or (fin) has finished: tell a rejoining
+ * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
+bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);
 
 /* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
 int lm_connect(const char *addr);

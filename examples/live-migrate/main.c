@@ -53,6 +53,9 @@ static void usage(FILE *f)
 "  --plot FILE.png      a timeline of transfer rate and fault latency (gnuplot)\n"
 "  --timeout MS         a connection idle this long is dead (default 10000);\n"
 "                       dest waits for its source's first connection unbounded\n"
+"  --rejoin MS|wait     a link broken after the switch-over may come back within\n"
+"                       MS (default --timeout); 'wait': until the operator\n"
+"                       interrupts (twice: the workload is abandoned)\n"
 "  --handler-threads N  destination fault handler threads (default 2)\n"
 "  --no-drain           pause without waiting for the link to empty (to measure\n"
 "                       what the drain saves)\n"
@@ -60,7 +63,8 @@ static void usage(FILE *f)
 "  -q, --quiet          no progress lines\n"
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
 "      mid-postcopy, 4 verification failed, 5 protocol error, 6 peer lost or\n"
-"      stopped answering, 7 wrong key\n");
+"      stopped answering, 7 wrong key, 8 outcome unknown (source: after SWITCH\n"
+"      the destination could not be asked; the workload stays paused here)\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) die_usage(const char *fmt, ...)
@@ -171,7 +175,7 @@ static uint64_t parse_time_ns(const char *s)
 enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
 	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
 	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD,
-	O_KEY, O_MAX_SIZE, O_NO_DRAIN };
+	O_KEY, O_MAX_SIZE, O_NO_DRAIN, O_REJOIN };
 
 static const struct option longopts[] = {
 	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
@@ -187,7 +191,7 @@ static const struct option longopts[] = {
 	{ "inject", 1, NULL, O_INJECT }, { "to", 1, NULL, O_TO },
 	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD },
 	{ "key", 1, NULL, O_KEY }, { "max-size", 1, NULL, O_MAX_SIZE },
-	{ "no-drain", 0, NULL, O_NO_DRAIN },
+	{ "no-drain", 0, NULL, O_NO_DRAIN }, { "rejoin", 1, NULL, O_REJOIN },
 	{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 	{ 0 },
 };
@@ -271,6 +275,10 @@ static void set_opt(struct lm_opts *o, int c, const char *a)
 	case O_TIMEOUT:
 		o->timeout_ms = (int)parse_num(a, "--timeout", 1000, 1, 3600000, true);
 		break;
+	case O_REJOIN:
+		o->rejoin_ms = !strcmp(a, "wait") ? -1 :
+			       (int)parse_num(a, "--rejoin", 1000, 1, 86400000, true);
+		break;
 	case O_HTHREADS:
 		o->handler_threads = (unsigned int)parse_num(a, "--handler-threads", 1000, 1, 64,
 							      true);
@@ -350,6 +358,9 @@ static int sockbuf(void)
 	return e ? atoi(e) : LM_SOCKBUF;
 }
 
+/* Strangers may connect many at once: the door takes up to 64 handshakes. */
+#define LM_BACKLOG 128
+
 static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
@@ -360,7 +371,7 @@ static int listen_on(const char *addr)
 	if (fd >= 0 && buf > 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4)) {
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, LM_BACKLOG)) {
 		fprintf(stderr, "lm: cannot listen on %s: %s\n", addr, strerror(errno));
 		return -1;
 	}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sodium.h>
 
 #include "proto.h"
 
@@ -21,6 +22,7 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
 	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
 	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
+	[LM_PROGRESS] = "PROGRESS", [LM_BYE] = "BYE",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -29,7 +31,9 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_STALE] = sizeof(struct lm_stale), [LM_REQ] = sizeof(struct lm_req),
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
-	[LM_FIN] = 0, [LM_CHALLENGE] = sizeof(struct lm_challenge),
+	[LM_FIN] = sizeof(struct lm_fin), [LM_PROGRESS] = sizeof(struct lm_progress),
+	[LM_BYE] = 0,
+	[LM_CHALLENGE] = sizeof(struct lm_challenge),
 	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
 	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),
 };
@@ -47,6 +51,20 @@ const char *lm_type_name(unsigned int type)
 const char *lm_mode_name(unsigned int mode)
 {
 	return mode < LM_MODE_END ? mode_names[mode] : "unknown";
+}
+
+const char *lm_limit_name(unsigned int limit)
+{
+	static const char *const names[LM_LIMIT_END] = {
+		[LM_LIMIT_OPTION] = "its --max-size",
+		[LM_LIMIT_SIZE] = "its --size",
+		[LM_LIMIT_MEMAVAIL] = "its MemAvailable",
+		[LM_LIMIT_HUGEPAGES] = "its free huge pages",
+		[LM_LIMIT_CGROUP] = "the room left in its cgroup: memory.max less memory.current",
+		[LM_LIMIT_CGROUP_HUGETLB] = "the room left under its cgroup's hugetlb limit",
+	};
+
+	return limit < LM_LIMIT_END ? names[limit] : "its limit";
 }
 
 int lm_mode_parse(const char *s)
@@ -183,6 +201,22 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 			return bad(err, n, name, "protocol version differs");
 		if (m->flags & ~LM_CHAL_VERIFY)
 			return bad(err, n, name, "unknown flags");
+		return 0;
+	}
+	case LM_FIN: {
+		const struct lm_fin *m = p;
+
+		if (m->npages != g->npages || m->mapped > m->npages || m->verified > m->npages ||
+		    m->mismatched > m->npages || m->rc > 255 ||
+		    m->flags & ~(LM_FIN_VERIFY | LM_FIN_INVARIANTS | LM_FIN_SIGBUS))
+			return bad(err, n, name, "a verdict that cannot be");
+		return 0;
+	}
+	case LM_PROGRESS: {
+		const struct lm_progress *m = p;
+
+		if (m->mapped > g->npages || m->phase > LM_PHASE_CHECKING)
+			return bad(err, n, name, "progress that cannot be");
 		return 0;
 	}
 	case LM_AUTH:
@@ -468,17 +502,67 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	c->tx_timeout_ms = timeout_ms;
 	pthread_mutex_init(&c->wlock, NULL);
 	c->buf = malloc(LM_MAX_PAYLOAD);
-	return c->buf ? 0 : -ENOMEM;
+	c->txbuf = malloc(LM_MAX_PAYLOAD);
+	return c->buf && c->txbuf ? 0 : -ENOMEM;
 }
 
-void lm_conn_replace(struct lm_conn *c, int fd)
+static void seal_locked(struct lm_conn *c, const uint8_t k[32], bool source);
+
+void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32])
 {
 	pthread_mutex_lock(&c->wlock);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = fd;
 	c->err[0] = 0;
+	/* sealed before any sender can see the new socket */
+	seal_locked(c, k, false);
 	pthread_mutex_unlock(&c->wlock);
+}
+
+/* One direction's key: the connection's, narrowed by a label. */
+static void dir_key(uint8_t out[32], const uint8_t k[32], const char *label)
+{
+	crypto_generichash(out, 32, (const uint8_t *)label, strlen(label), k, 32);
+}
+
+/*
+ * LM_NO_SEAL=1 on both ends leaves frames unsealed: a probe knob, to
+ * measure what sealing costs (README), never for use.
+ */
+static void seal_locked(struct lm_conn *c, const uint8_t k[32], bool source)
+{
+	static int off = -1;
+
+	if (off < 0)
+		off = getenv("LM_NO_SEAL") && !strcmp(getenv("LM_NO_SEAL"), "1");
+	if (off)
+		return;
+	dir_key(source ? c->tx_key : c->rx_key, k, "lm-frames-4 source to destination");
+	dir_key(source ? c->rx_key : c->tx_key, k, "lm-frames-4 destination to source");
+	c->seq = 0;
+	c->rx_seq = 0;
+	c->sealed = true;
+}
+
+void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source)
+{
+	pthread_mutex_lock(&c->wlock);
+	seal_locked(c, k, source);
+	pthread_mutex_unlock(&c->wlock);
+}
+
+/* A frame's MAC: header (with its seq), then the payload. */
+static void frame_tag(uint8_t tag[LM_TAGLEN], const uint8_t key[32], const struct lm_hdr *h,
+		      const struct iovec *parts, int n)
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, key, 32, LM_TAGLEN);
+	crypto_generichash_update(&st, (const uint8_t *)h, sizeof(*h));
+	for (int i = 0; i < n; i++)
+		crypto_generichash_update(&st, parts[i].iov_base, parts[i].iov_len);
+	crypto_generichash_final(&st, tag, LM_TAGLEN);
 }
 
 void lm_conn_close(struct lm_conn *c)
@@ -487,7 +571,8 @@ void lm_conn_close(struct lm_conn *c)
 		close(c->fd);
 	c->fd = -1;
 	free(c->buf);
-	c->buf = NULL;
+	free(c->txbuf);
+	c->buf = c->txbuf = NULL;
 }
 
 /*
@@ -534,8 +619,11 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 		.magic = LM_MAGIC, .type = type, .flags = flags,
 		.len = (uint32_t)(fl + data_len),
 	};
-	struct iovec iov[3] = {
+	uint8_t tag[LM_TAGLEN];
+	int n;
+	struct iovec iov[4] = {
 		{ &h, sizeof(h) }, { (void *)fixed, fl }, { (void *)data, data_len },
+		{ tag, sizeof(tag) },
 	};
 	int ret;
 
@@ -547,9 +635,25 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
-	ret = write_all(c->fd, iov, data_len ? 3 : 2, c->tx_timeout_ms);
+	n = data_len ? 3 : 2;
+	if (c->sealed && c->txbuf) {
+		/*
+		 * Others write what goes out while it goes out -- the workload a
+		 * precopy page, the urgent server DONE's counters -- so one copy
+		 * of the payload is MACed and sent, or the MAC would not match.
+		 */
+		if (fl)
+			memcpy(c->txbuf, fixed, fl);
+		if (data_len)
+			memcpy(c->txbuf + fl, data, data_len);
+		iov[1] = (struct iovec){ c->txbuf, fl + data_len };
+		frame_tag(tag, c->tx_key, &h, iov + 1, 1);
+		iov[2] = iov[3];
+		n = 3;
+	}
+	ret = write_all(c->fd, iov, n, c->tx_timeout_ms);
 	if (!ret)
-		c->tx_bytes += sizeof(h) + fl + data_len;
+		c->tx_bytes += sizeof(h) + fl + data_len + (c->sealed ? LM_TAGLEN : 0);
 	pthread_mutex_unlock(&c->wlock);
 	if (ret == -ECANCELED)
 		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
@@ -627,6 +731,43 @@ void lm_conn_reset(struct lm_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
+/*
+ * A sealed frame: its MAC read and checked before anything in it is used,
+ * then its place in the sequence: a replayed, reordered or dropped frame
+ * is refused by name, like an altered one.
+ */
+static int check_seal(struct lm_conn *c, const struct lm_hdr *h)
+{
+	uint8_t tag[LM_TAGLEN], want[LM_TAGLEN];
+	struct iovec body = { c->buf, h->len };
+	size_t got;
+	int ret = read_all(c, tag, sizeof(tag), &got);
+
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "%s connection: truncated %s frame (its MAC, %zu "
+			 "of %d bytes): %s", c->name, lm_type_name(h->type), got, LM_TAGLEN,
+			 why(ret));
+		return ret;
+	}
+	c->rx_bytes += sizeof(tag);
+	frame_tag(want, c->rx_key, h, &body, 1);
+	if (sodium_memcmp(tag, want, sizeof(tag))) {
+		snprintf(c->err, sizeof(c->err), "%s connection: %s frame (seq %u) fails its MAC: "
+			 "changed on the way or not from our peer; refused", c->name,
+			 lm_type_name(h->type), h->seq);
+		return -EBADMSG;
+	}
+	if (h->seq != c->rx_seq) {
+		snprintf(c->err, sizeof(c->err), "%s connection: %s frame out of sequence (seq %u, "
+			 "expected %u): %s; refused", c->name, lm_type_name(h->type), h->seq,
+			 c->rx_seq, h->seq < c->rx_seq ? "replayed or reordered" :
+			 "a frame before it was dropped or reordered");
+		return -EBADMSG;
+	}
+	c->rx_seq++;
+	return 0;
+}
+
 int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 {
 	struct lm_hdr h;
@@ -663,7 +804,13 @@ int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f)
 		return ret;
 	}
 	c->rx_bytes += sizeof(h) + h.len;
-	if (c->rx_delay_ns)
-		lm_sleep_until(h.ts_ns + c->rx_delay_ns);
+	if (c->sealed && (ret = check_seal(c, &h)))
+		return ret;
+	/* --rtt: never longer than rtt/2 from now, whatever the send time says */
+	if (c->rx_delay_ns) {
+		uint64_t due = h.ts_ns + c->rx_delay_ns, cap = lm_now_ns() + c->rx_delay_ns;
+
+		lm_sleep_until(due < cap ? due : cap);
+	}
 	return lm_payload_check(&h, c->buf, g, f, c->err, sizeof(c->err));
 }

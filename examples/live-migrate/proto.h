@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	3
+#define LM_VERSION	4
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
@@ -36,6 +36,8 @@ enum lm_type {
 	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too */
 	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
 	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
+	LM_PROGRESS,	/* dst -> src, after DONE: still working, and how far */
+	LM_BYE,		/* src -> dst: FIN came; the destination may go */
 	LM_TYPE_END,
 };
 
@@ -129,6 +131,26 @@ struct lm_resumed {
 	uint64_t t_resume_ns;
 };
 
+/* FIN: the destination's verdict, which the source reports and exits with */
+#define LM_FIN_VERIFY		(1u << 0)	/* pages were hashed and compared */
+#define LM_FIN_INVARIANTS	(1u << 1)	/* the workload's invariants hold */
+#define LM_FIN_SIGBUS		(1u << 2)	/* a workload thread got SIGBUS */
+
+struct lm_fin {
+	uint64_t npages, mapped, verified, mismatched;
+	uint32_t flags;
+	uint32_t rc;		/* the destination's exit status */
+};
+
+enum lm_progress_phase { LM_PHASE_MAPPING, LM_PHASE_RUNNING, LM_PHASE_CHECKING };
+
+struct lm_progress {
+	uint64_t mapped;
+	uint32_t phase;
+	uint32_t pad;
+};
+
+#define LM_TAGLEN	16	/* a sealed frame's MAC (keyed BLAKE2b) */
 #define LM_NONCE	32
 #define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
 #define LM_SESSION	16
@@ -160,12 +182,21 @@ struct lm_auth_ok {
 };
 
 enum lm_refuse_why { LM_REFUSE_KEY, LM_REFUSE_BUSY, LM_REFUSE_SIZE, LM_REFUSE_MODE,
-	LM_REFUSE_SESSION, LM_REFUSE_END };
+	LM_REFUSE_SESSION, LM_REFUSE_NOT_RESUMED, LM_REFUSE_FINISHED, LM_REFUSE_END };
+
+/* which limit a SIZE refusal met (its mode field) */
+enum lm_limit { LM_LIMIT_OPTION, LM_LIMIT_SIZE, LM_LIMIT_MEMAVAIL, LM_LIMIT_HUGEPAGES,
+	LM_LIMIT_CGROUP, LM_LIMIT_CGROUP_HUGETLB, LM_LIMIT_END };
 
 struct lm_refuse {
 	uint32_t why;
-	uint32_t mode;		/* MODE: the destination's */
+	uint32_t mode;		/* MODE: the destination's; SIZE: enum lm_limit */
 	uint64_t max_size;	/* SIZE: the destination's cap */
+	/* NOT_RESUMED, FINISHED: the destination's MAC over this handshake
+	 * and this refusal: only it may tell a source to take its workload
+	 * back, or what the outcome was */
+	uint8_t mac[LM_MACLEN];
+	struct lm_fin fin;	/* FINISHED: the verdict a lost FIN carried */
 };
 
 /* followed by a bitmap of nbits pages from first, like STALE */
@@ -191,6 +222,8 @@ struct lm_frame {
 
 const char *lm_type_name(unsigned int type);
 const char *lm_mode_name(unsigned int mode);
+/* "its --max-size", "the room left in its cgroup (memory.max less memory.current)", ... */
+const char *lm_limit_name(unsigned int limit);
 int lm_mode_parse(const char *s);
 size_t lm_fixed_len(unsigned int type);
 bool lm_type_before_hello(unsigned int type);
@@ -225,9 +258,16 @@ struct lm_conn {
 	int tx_timeout_ms;	/* a send that makes no progress this long */
 	uint64_t spin_until_ns;	/* read without sleeping until then (probe knob) */
 	pthread_mutex_t wlock;
-	uint32_t seq;
+	uint32_t seq;		/* the next frame's; from 0 again once sealed */
+	/* after the handshake: every frame carries a MAC (LM_TAGLEN bytes after
+	 * its payload) under a key of this connection and direction, and its
+	 * seq must be the next one (lm_conn_seal) */
+	bool sealed;
+	uint32_t rx_seq;
+	uint8_t tx_key[32], rx_key[32];
 	uint64_t tx_bytes, rx_bytes;
 	uint8_t *buf;		/* LM_MAX_PAYLOAD */
+	uint8_t *txbuf;		/* LM_MAX_PAYLOAD: what a sealed frame's MAC covers */
 	char err[160];
 };
 
@@ -247,8 +287,12 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
 void lm_conn_reset(struct lm_conn *c);
-/* A new socket for the same connection (a rejoin); senders wait for it. */
-void lm_conn_replace(struct lm_conn *c, int fd);
+/* A new socket for the same connection (a rejoin), sealed with its frame
+ * key k (destination side); senders wait for it. */
+void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32]);
+/* From now on every frame is sealed: k is this connection's key (auth.c),
+ * source says which end this is (the two directions have keys of their own). */
+void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source);
 /* A malformed frame (exit 5), not a lost peer (exit 6)? */
 bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,

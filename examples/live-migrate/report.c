@@ -138,12 +138,21 @@ void lm_report_print(const struct lm_report *r, const struct lm_opts *o)
 	fflush(stdout);
 }
 
-int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
+int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns, uint64_t nfaults)
 {
-	char script[8192];
+	char script[8192], lat[4200];
 	FILE *p;
 	int st;
 
+	/* no fault asked the source (all mapped ahead): an empty panel, said so */
+	if (nfaults)
+		snprintf(lat, sizeof(lat), "set logscale y\n"
+			 "plot '%s' index 1 using 1:2 with points pt 7 ps 0.3 title 'faults'\n",
+			 data);
+	else
+		snprintf(lat, sizeof(lat), "set yrange [0:1]\nset xrange [0:1]\n"
+			 "set label 'no fault waited for the source' at graph 0.5, graph 0.5 "
+			 "center\nplot NaN notitle\n");
 	snprintf(script, sizeof(script),
 		 "set terminal pngcairo size 1000,700 noenhanced\n"
 		 "set output '%s'\n"
@@ -153,13 +162,36 @@ int lm_report_plot(const char *png, const char *data, uint64_t t_resume_ns)
 		 "set arrow from 0, graph 0 to 0, graph 1 nohead dt 2\n"
 		 "plot '%s' index 0 using (($1 - %llu) / 1e9):2 with steps title 'rate'\n"
 		 "set ylabel 'fault latency (us)'\n"
-		 "set logscale y\n"
-		 "plot '%s' index 1 using 1:2 with points pt 7 ps 0.3 title 'faults'\n"
-		 "unset multiplot\n", png, data, (unsigned long long)t_resume_ns, data);
+		 "%s"
+		 "unset multiplot\n", png, data, (unsigned long long)t_resume_ns, lat);
 	p = popen("gnuplot 2>&1", "w");
 	if (!p)
 		return -1;
 	fputs(script, p);
 	st = pclose(p);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/*
+ * The outcome, as the destination decided it: both ends print this same
+ * table on stderr (the destination's verdict travels in FIN), so the two
+ * logs cannot disagree about what happened.
+ */
+void lm_outcome_print(const struct lm_fin *f, const struct lm_opts *o, const char *side)
+{
+	if (o->quiet && !f->rc)
+		return;
+	fprintf(stderr, "lm: %s: outcome (the destination's verdict)\n", side);
+	fprintf(stderr, "lm:   pages       %llu of %llu mapped\n", (unsigned long long)f->mapped,
+		(unsigned long long)f->npages);
+	if (f->flags & LM_FIN_VERIFY)
+		fprintf(stderr, "lm:   verify      %llu verified, %llu mismatched\n",
+			(unsigned long long)f->verified, (unsigned long long)f->mismatched);
+	else
+		fprintf(stderr, "lm:   verify      off\n");
+	fprintf(stderr, "lm:   invariants  %s\n", f->flags & LM_FIN_INVARIANTS ? "hold" :
+		"BROKEN");
+	fprintf(stderr, "lm:   SIGBUS      %s\n", f->flags & LM_FIN_SIGBUS ?
+		"a workload thread got one" : "none");
+	fprintf(stderr, "lm:   result      %s (exit %u)\n", f->rc ? "FAILED" : "ok", f->rc);
 }

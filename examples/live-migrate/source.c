@@ -41,8 +41,12 @@ struct src {
 	const char *addr;
 	unsigned int rejoins;
 	bool rejoining;			/* connect quietly: the link is coming back */
+	bool switched;			/* SWITCH went out whole: never resume here alone */
+	bool stale_taken;
+	struct lm_fin fin;		/* the destination's verdict */
 	bool verify;			/* both ends agreed, from HELLO */
 	uint8_t session[LM_SESSION];
+	uint8_t vkey[16];		/* --verify's hash key */
 	struct lm_hello hello;		/* as sent on the main connection */
 	uint64_t t_start, t_pause, ops_start;
 	double ops_before;
@@ -250,6 +254,7 @@ static int take_stale(struct src *s)
 	int ret;
 
 	memset(s->dirty, 0, (s->npages + 7) / 8);
+	s->stale_taken = true;
 	ret = lm_track_collect(&s->tr, s->dirty, true);
 	for (uint64_t i = 0; !ret && i < s->npages; i++)
 		if (bit_get(s->dirty, i)) {
@@ -420,7 +425,7 @@ static int send_hashes(struct src *s)
 		int ret;
 
 		for (uint64_t i = 0; i < n; i++)
-			h[i] = lm_hash(s->back + (first + i) * s->page, s->page);
+			h[i] = lm_page_hash(s->vkey, s->back + (first + i) * s->page, s->page);
 		ret = lm_send(&s->m, LM_HASHES, first + n >= s->npages ? LM_F_LAST : 0, &hf, h,
 			      n * 8);
 		if (ret) {
@@ -430,6 +435,22 @@ static int send_hashes(struct src *s)
 	}
 	free(h);
 	return 0;
+}
+
+/* FIN, with the destination's verdict; PROGRESS frames keep the wait alive. */
+static int wait_fin(struct src *s)
+{
+	struct lm_frame f;
+	int ret;
+
+	while (!(ret = lm_recv(&s->m, &s->g, &f)))
+		if (f.h.type == LM_FIN) {
+			s->fin = *(const struct lm_fin *)f.fixed;
+			/* the destination may go; if BYE is lost it tells a rejoin */
+			lm_send(&s->m, LM_BYE, 0, NULL, NULL, 0);
+			return 0;
+		}
+	return ret;
 }
 
 static int wait_for(struct src *s, unsigned int type)
@@ -497,15 +518,15 @@ static int postcopy_pass(struct src *s)
 	s->st.track = s->tr.kind;
 	if (!ret)
 		ret = lm_send(&s->m, LM_DONE, 0, &s->st, NULL, 0);
-	/* the destination runs --after seconds, then verifies: not silence */
-	s->m.timeout_ms = s->o->timeout_ms + (int)(s->o->after_s * 1000);
+	/* the destination maps, runs --after seconds and checks, saying
+	 * PROGRESS while it gets on: silence for --timeout is a stall */
 	if (!ret)
-		ret = wait_for(s, LM_FIN);
+		ret = wait_fin(s);
 	return ret;
 }
 
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
-		       unsigned int kind);
+		       unsigned int kind, int timeout_ms);
 
 /* What the destination still lacks after a rejoin: to be sent again. */
 static int take_need(struct src *s)
@@ -537,45 +558,84 @@ static int take_need(struct src *s)
 	return ret;
 }
 
+/* ms left before the rejoin's deadline end (0: none), at least 1; 0 when past. */
+static int ms_left(uint64_t end)
+{
+	uint64_t now = lm_now_ns();
+
+	if (!end)
+		return INT32_MAX;
+	return now >= end ? 0 : (int)((end - now) / 1000000ull) + 1;
+}
+
+/* One attempt: both connections authenticated, each within the time left. */
+static int rejoin_once(struct src *s, uint64_t end)
+{
+	int ret;
+
+	ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN, ms_left(end));
+	if (!ret)
+		ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT,
+				  ms_left(end));
+	/* a link that drops again before NEED is through: one more attempt */
+	if (!ret)
+		ret = take_need(s);
+	if (ret) {
+		lm_conn_close(&s->m);
+		lm_conn_close(&s->urg);
+	}
+	return ret;
+}
+
 /*
  * The link broke after the commit while both ends live: connect again with
  * the same key and session, learn what the destination still needs, and
- * go on.  Within --timeout, or the destination is lost.
+ * go on.  Every failed attempt -- refused, reset, a handshake cut short --
+ * is retried, a little slower each time, until --rejoin (default
+ * --timeout) has passed, or without limit (--rejoin wait) until the
+ * operator interrupts twice.  Only a refusal that cannot change ends it
+ * early: a wrong key, or a destination that no longer has the session.
  */
 static int rejoin(struct src *s)
 {
-	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)s->o->timeout_ms * 1000000ull;
-	int ret = -ETIMEDOUT;
+	int limit = lm_rejoin_ms(s->o), ret = -ETIMEDOUT;
+	uint64_t t0 = lm_now_ns(), end = limit < 0 ? 0 : t0 + (uint64_t)limit * 1000000ull;
+	unsigned int tries = 0, pause_ms = 50;
+	int left;
 
 	stop_urgent(s);
 	lm_conn_close(&s->m);
 	lm_conn_close(&s->urg);
 	s->rejoining = true;
-	while (lm_now_ns() < end) {
-		ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN);
-		if (!ret)
-			ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT);
-		if (!ret || ret == -EACCES || ret == -ESRCH)
+	while (ms_left(end)) {
+		tries++;
+		ret = rejoin_once(s, end);
+		if (!ret || ret == -EACCES || ret == -ESRCH || ret == -ENOLINK || ret == -EALREADY ||
+		    lm_err_is_protocol(ret) || lm_interrupted)
 			break;
-		lm_conn_close(&s->m);
-		lm_conn_close(&s->urg);
-		usleep(100000);
+		if (pause_ms < 800)
+			pause_ms *= 2;
+		/* the last attempt is made at the deadline, not after it */
+		left = ms_left(end);
+		lm_sleep_until(lm_now_ns() + (uint64_t)(left > (int)pause_ms ? (int)pause_ms :
+							left - 1) * 1000000ull);
 	}
 	s->rejoining = false;
-	if (!ret)
-		ret = take_need(s);
-	if (ret) {
-		fprintf(stderr, "lm: source: no rejoin within %d ms: %s\n", s->o->timeout_ms,
-			s->m.err[0] ? s->m.err : strerror(-ret));
+	if (ret == -EALREADY)
+		fprintf(stderr, "lm: source: the destination had finished; its verdict came with "
+			"the rejoin's refusal\n");
+	if (ret && ret != -ENOLINK && ret != -EALREADY)
+		fprintf(stderr, "lm: source: no rejoin within %d ms (%u attempts): %s\n", limit,
+			tries, s->m.err[0] ? s->m.err : strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	s->urg.timeout_ms = 0;
 	if (lm_thread_start(&s->urg_tid, urgent_server, s))
 		return -EAGAIN;
 	s->urg_running = true;
 	s->rejoins++;
-	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break\n",
-		(double)(lm_now_ns() - t0) / 1e6);
+	fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break "
+		"(attempt %u)\n", (double)(lm_now_ns() - t0) / 1e6, tries);
 	return 0;
 }
 
@@ -592,7 +652,11 @@ static int postcopy(struct src *s)
 		fprintf(stderr, "lm: source: the link broke after the switch-over (%s); "
 			"rejoining\n", s->m.err[0] ? s->m.err : strerror(-ret));
 		ret = rejoin(s);
+		if (ret == -EALREADY)
+			ret = 0;	/* finished: the verdict is in s->fin */
 		if (ret)
+			break;
+		if (s->fin.npages)
 			break;
 	}
 	stop_urgent(s);
@@ -631,13 +695,19 @@ static int switch_over(struct src *s)
 		ret = send_switch(s);
 	if (ret)
 		return ret;
+	/*
+	 * SWITCH is out whole: the destination may run the workload from now
+	 * on, so this side never resumes it on its own (see recover()); an
+	 * interrupt only warns.
+	 */
+	s->switched = true;
+	lm_committed = 1;
 	if (s->o->mode == LM_MODE_MISSING)
 		ret = send_stale_list(s, &s->st.bytes_paused);
 	if (!ret)
 		ret = wait_for(s, LM_RESUMED);
 	if (ret)
 		return ret;
-	lm_committed = 1;	/* an interrupt no longer cancels */
 	/*
 	 * Minor mode collects after RESUMED: O(memory), so not in the
 	 * downtime, and not while the destination's workload wakes either
@@ -656,16 +726,36 @@ static int exit_for(int ret)
 	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
 }
 
-static int migrate(struct src *s)
+/*
+ * SWITCH went out, RESUMED did not come: the destination may run the
+ * workload, so it is never resumed here on a guess.  Ask the destination
+ * (a rejoin of this session): if it resumed, carry on from where it is; if
+ * it answers, signed, that it did not and never will, take the workload
+ * back; if it cannot be reached within --rejoin, stay paused and leave the
+ * decision to the operator (exit 8).
+ */
+static int recover(struct src *s, int why)
 {
-	int ret = precopy(s);
+	int ret;
 
-	if (!ret)
-		ret = switch_over(s);
-	if (ret == -EIO)
-		return abort_locally(s, "dirty tracking failed");
-	if (ret)
-		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	fprintf(stderr, "lm: source: no RESUMED after SWITCH (%s): the destination may be "
+		"running the workload; staying paused and asking it\n",
+		s->m.err[0] ? s->m.err : strerror(-why));
+	if (!s->stale_taken && take_stale(s))
+		all_stale(s);
+	set_stale_ready(s, 1);
+	ret = rejoin(s);
+	if (ret == -ENOLINK)
+		return abort_locally(s, "the destination says, signed, that it did not resume "
+				     "the workload and never will");
+	if (ret == -EALREADY)
+		return 0;	/* it resumed, and finished: the verdict is in s->fin */
+	if (ret) {
+		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: no word from the destination since "
+			"SWITCH; the workload stays paused and is not resumed here (the operator "
+			"decides: the destination may run it)\n");
+		return LM_EXIT_UNDECIDED;
+	}
 	ret = postcopy(s);
 	if (ret) {
 		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
@@ -673,6 +763,32 @@ static int migrate(struct src *s)
 		return exit_for(ret);
 	}
 	return LM_EXIT_OK;
+}
+
+static int migrate(struct src *s)
+{
+	int ret = precopy(s);
+
+	if (!ret)
+		ret = switch_over(s);
+	if (ret && s->switched)
+		ret = recover(s, ret);
+	else if (ret == -EIO)
+		return abort_locally(s, "dirty tracking failed");
+	else if (ret)
+		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
+	else
+		ret = postcopy(s);
+	if (ret < 0) {
+		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
+			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
+		return exit_for(ret);
+	}
+	if (ret)
+		return ret;
+	/* the destination's verdict is this side's too */
+	lm_outcome_print(&s->fin, s->o, "source");
+	return (int)s->fin.rc;
 }
 
 static int setup(struct src *s, const struct lm_opts *o)
@@ -711,22 +827,30 @@ static int setup(struct src *s, const struct lm_opts *o)
  * after --timeout.
  */
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
-		       unsigned int kind)
+		       unsigned int kind, int timeout_ms)
 {
 	int fd = lm_connect_quiet(addr, s->rejoining), ret;
 
-	if (fd < 0)
+	if (fd < 0) {
+		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: cannot connect",
+			 name, addr);
 		return -ECONNREFUSED;
-	ret = lm_conn_init(c, fd, name, &s->link, s->o->timeout_ms);
+	}
+	ret = lm_conn_init(c, fd, name, &s->link, timeout_ms < s->o->timeout_ms ? timeout_ms :
+			   s->o->timeout_ms);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
-	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello);
-	if (ret && !s->rejoining) {
+	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello, &s->fin);
+	c->timeout_ms = s->o->timeout_ms;
+	/* a rejoin retries quietly: only its last failure is told */
+	if (ret && !s->rejoining)
 		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);
+	if (ret && c != &s->m)
+		memcpy(s->m.err, c->err, sizeof(s->m.err));
+	if (ret)
 		return ret;
-	}
 	s->verify = s->hello.verify;
 	return 0;
 }
@@ -736,15 +860,16 @@ static int connect_both(struct src *s, const char *addr)
 	int ret;
 
 	randombytes_buf(s->session, sizeof(s->session));
+	lm_verify_key(s->vkey, s->o->key, s->session);
 	s->hello = (struct lm_hello){
 		.version = LM_VERSION, .mode = s->o->mode, .size = s->size,
 		.page_size = (uint32_t)s->page, .backing = s->o->backing,
 		.nthreads = s->o->wl.threads, .verify = s->verify, .boot = lm_boot_hash(),
 		.t_start_ns = s->t_start,
 	};
-	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN);
+	ret = connect_one(s, &s->m, addr, "main", LM_AUTH_MAIN, s->o->timeout_ms);
 	if (!ret)
-		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT);
+		ret = connect_one(s, &s->urg, addr, "urgent", LM_AUTH_URGENT, s->o->timeout_ms);
 	s->urg.timeout_ms = 0;	/* requests come when they come */
 	return ret;
 }

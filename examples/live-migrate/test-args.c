@@ -121,6 +121,37 @@ static void test_protocol_error(void **state)
 	assert_true(lmt_expect(s, LM_EXIT_ABORTED));
 }
 
+/*
+ * The destination's verdict is the source's: a destination that finds a
+ * page other than the source had it exits 4, and so does the source, both
+ * printing the same outcome table (FIN carries it).
+ */
+static void test_verify_failed_both_ends(void **state)
+{
+	char addr[64], lfd_s[16];
+	int lfd = lmt_listener(addr, sizeof(addr));
+	const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--size", "4M",
+			     "-q", "--verify", "--inject", "verify-fail", NULL };
+	const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--size", "4M",
+			     "--precopy", "0.1", "--after", "0.2", "--stale", "0.2", "-q", NULL };
+	const char *rows[] = { "pages       1024 of 1024 mapped",
+			       "verify      1023 verified, 1 mismatched", "invariants  hold",
+			       "result      FAILED (exit 4)" };
+	pid_t d, s;
+
+	(void)state;
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	d = lmt_spawn(DERR, DOUT, da);
+	close(lfd);
+	s = lmt_spawn(ERR, NULL, sa);
+	assert_true(lmt_expect(s, LM_EXIT_VERIFY));
+	assert_true(lmt_expect(d, LM_EXIT_VERIFY));
+	for (unsigned int i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_true(lmt_file_has(ERR, rows[i]));
+		assert_true(lmt_file_has(DERR, rows[i]));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +159,7 @@ int main(void)
 		cmocka_unit_test(test_verify_dest_only),
 		cmocka_unit_test(test_verify_source_only),
 		cmocka_unit_test(test_protocol_error),
+		cmocka_unit_test(test_verify_failed_both_ends),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

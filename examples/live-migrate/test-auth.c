@@ -156,7 +156,8 @@ static void test_max_size(void **state)
 	(void)state;
 	assert_true(lmt_expect(source(SERR, lmt_key(), "8M", "0.1"), LM_EXIT_USAGE));
 	assert_true(lmt_file_has(SERR, "takes at most 4194304 bytes"));
-	assert_true(lmt_wait_for(DERR, "more than this destination's --max-size", 5));
+	assert_true(lmt_file_has(SERR, "(its --size)"));
+	assert_true(lmt_wait_for(DERR, "more than this destination takes: 4194304 bytes", 5));
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
@@ -169,11 +170,50 @@ static void test_max_size_option(void **state)
 
 	(void)state;
 	assert_true(lmt_expect(source(SERR, lmt_key(), "4M", "0.1"), LM_EXIT_USAGE));
-	assert_true(lmt_file_has(SERR, "takes at most 2097152 bytes"));
+	assert_true(lmt_file_has(SERR, "takes at most 2097152 bytes (its --max-size)"));
 	assert_false(lmt_has_region(d));
 	assert_true(lmt_wait_catching(d, 10));
 	kill(d, SIGTERM);
 	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
+}
+
+/*
+ * No --size, no --max-size: the default is the smaller of MemAvailable and
+ * the room left in the destination's cgroup (here a made-up one, LM_CGROUP:
+ * memory.max 24 MiB, memory.current 16 MiB), and the refusal names it.
+ */
+static void test_max_size_cgroup(void **state)
+{
+	const char *da[] = { "dest", "--listen-fd", lfd_s, "-q", "--key", lmt_key(), NULL };
+	char dir[4096], file[4096];
+	int lfd = lmt_listener(addr, sizeof(addr));
+	FILE *f;
+	pid_t d;
+
+	(void)state;
+	/* the test's own directory stands for the cgroup: its files are removed at exit */
+	snprintf(file, sizeof(file), "%s", lmt_path("memory.max"));
+	assert_non_null(f = fopen(file, "w"));
+	fprintf(f, "25165824\n");
+	fclose(f);
+	assert_non_null(f = fopen(lmt_path("memory.current"), "w"));
+	fprintf(f, "16777216\n");
+	fclose(f);
+	snprintf(dir, sizeof(dir), "%s", file);
+	*strrchr(dir, '/') = 0;
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	setenv("LM_CGROUP", dir, 1);
+	d = lmt_spawn(DERR, NULL, da);
+	unsetenv("LM_CGROUP");
+	close(lfd);
+	assert_true(lmt_expect(source(SERR, lmt_key(), "16M", "0.1"), LM_EXIT_USAGE));
+	assert_true(lmt_file_has(SERR, "takes at most 8388608 bytes (the room left in its "
+				 "cgroup: memory.max less memory.current)"));
+	assert_true(lmt_wait_for(DERR, "memory.max less memory.current", 5));
+	assert_false(lmt_has_region(d));
+	/* what fits is taken */
+	assert_true(lmt_expect(source(SERR, lmt_key(), "4M", "0.1"), LM_EXIT_OK));
+	assert_true(lmt_expect(d, LM_EXIT_OK));
 }
 
 /* While one source migrates, a second one (with the key) is refused. */
@@ -211,7 +251,7 @@ static void test_refusal_rate(void **state)
 
 		assert_true(fd >= 0);
 		assert_int_equal(lm_conn_init(&c, fd, "main", NULL, 5000), 0);
-		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, session, NULL, &h),
+		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, session, NULL, &h, NULL),
 				 -EACCES);
 		lm_conn_close(&c);
 	}
@@ -223,6 +263,52 @@ static void test_refusal_rate(void **state)
 	assert_true(lmt_expect(d, LM_EXIT_INTERRUPTED));
 }
 
+/*
+ * n strangers drip bytes at the door from before the source comes until
+ * after it is gone: the source is admitted at once, each stranger is cut
+ * off at its handshake's total deadline (--timeout 1500, however the bytes
+ * trickle in), and the destination exits as soon as the source does.
+ */
+static void slowloris(int n)
+{
+	const char *da[] = { "dest", "--listen-fd", lfd_s, "--size", "4M", "--key", lmt_key(),
+			     "--timeout", "1500", "--rtt", "1ms", NULL };
+	const char *sa[] = { "source", "--to", addr, "--size", "4M", "--precopy", "2",
+			     "--after", "0.3", "--key", lmt_key(), "--timeout", "1500", NULL };
+	int lfd = lmt_listener(addr, sizeof(addr)), cuts;
+	pid_t d, s, slow;
+	double t_src;
+
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	d = lmt_spawn(DERR, NULL, da);
+	close(lfd);
+	slow = lmt_slowloris_start(addr, n);
+	usleep(300000);
+	s = lmt_spawn(SERR, NULL, sa);
+	assert_true(lmt_expect(s, LM_EXIT_OK));
+	t_src = lmt_now();
+	assert_true(lmt_expect(d, LM_EXIT_OK));
+	print_message("# %d slowloris: the destination exited %.2f s after the source\n", n,
+		      lmt_now() - t_src);
+	assert_true(lmt_now() - t_src < 1.0);
+	cuts = lmt_slowloris_stop(slow);
+	print_message("# the strangers were cut off %d times\n", cuts);
+	assert_true(cuts >= n);
+	assert_true(lmt_file_has(DERR, "no handshake within 1500 ms"));
+}
+
+static void test_slowloris_1(void **state)
+{
+	(void)state;
+	slowloris(1);
+}
+
+static void test_slowloris_50(void **state)
+{
+	(void)state;
+	slowloris(50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,8 +318,11 @@ int main(void)
 		cmocka_unit_test(test_printed_key),
 		cmocka_unit_test(test_max_size),
 		cmocka_unit_test(test_max_size_option),
+		cmocka_unit_test(test_max_size_cgroup),
 		cmocka_unit_test(test_second_source),
 		cmocka_unit_test(test_refusal_rate),
+		cmocka_unit_test(test_slowloris_1),
+		cmocka_unit_test(test_slowloris_50),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

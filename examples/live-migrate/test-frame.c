@@ -36,6 +36,8 @@ static void test_valid(void **state)
 			      .nthreads = 2 };
 	struct lm_pages p = { .first = 98, .count = 2 };
 	struct lm_resp r = { .page = 5, .status = LM_RESP_DATA };
+	struct lm_fin fin = { .npages = 100, .mapped = 100, .verified = 100, .rc = 4 };
+	struct lm_progress pr = { .mapped = 50, .phase = LM_PHASE_MAPPING };
 	struct lm_geom none = { 0 };
 	size_t n;
 
@@ -46,7 +48,12 @@ static void test_valid(void **state)
 	assert_int_equal(decode(n, &geom), 0);
 	n = lm_frame_encode(buf, sizeof(buf), LM_RESP, 0, &r, page, 4096);
 	assert_int_equal(decode(n, &geom), 0);
-	n = lm_frame_encode(buf, sizeof(buf), LM_FIN, 0, NULL, NULL, 0);
+	n = lm_frame_encode(buf, sizeof(buf), LM_FIN, 0, &fin, NULL, 0);
+	assert_int_equal(decode(n, &geom), 0);
+	fin.rc = 256;
+	n = lm_frame_encode(buf, sizeof(buf), LM_FIN, 0, &fin, NULL, 0);
+	assert_int_equal(decode(n, &geom), -EBADMSG);
+	n = lm_frame_encode(buf, sizeof(buf), LM_PROGRESS, 0, &pr, NULL, 0);
 	assert_int_equal(decode(n, &geom), 0);
 }
 

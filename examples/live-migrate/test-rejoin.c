@@ -30,22 +30,27 @@
 static char DERR[128], SERR[128];
 #define MAXP 8
 
-enum cut_at { CUT_PRECOPY, CUT_SWITCH, CUT_PUSH };
+enum cut_at { CUT_PRECOPY, CUT_SWITCH, CUT_PUSH, CUT_RESUMED };
 
 struct leg {
 	int from, to;
 	uint8_t hdr[sizeof(struct lm_hdr)];
 	size_t hgot;
 	uint64_t left;		/* payload bytes of the current frame still to come */
+	unsigned int nframes;	/* each way, the first two (handshake) carry no MAC */
 	bool cut_after;		/* cut when this frame is through */
-	bool parse;		/* source -> destination: read the frames */
+	bool parse;		/* read the frames */
+	bool back;		/* destination -> source */
 };
 
 struct proxy {
 	int lfd;
 	char dest[64];
 	enum cut_at at;
-	atomic_int stop, cuts;
+	int down_ms;		/* after the cut: refuse every connection this long */
+	int refuse_first;	/* and at least this many reconnects */
+	uint64_t down_until;
+	atomic_int stop, cuts, refused;
 	struct leg leg[2 * MAXP];
 	int nleg;
 	pthread_t tid;
@@ -68,6 +73,7 @@ static void reset_all(struct proxy *p)
 		p->leg[i].from = p->leg[i + (i % 2 ? -1 : 1)].to = -1;
 	}
 	p->nleg = 0;
+	p->down_until = lm_now_ns() + (uint64_t)p->down_ms * 1000000ull;
 	atomic_fetch_add(&p->cuts, 1);
 }
 
@@ -92,9 +98,15 @@ static size_t scan(struct proxy *p, struct leg *g, const uint8_t *b, size_t n)
 			struct lm_hdr h;
 
 			memcpy(&h, g->hdr, sizeof(h));
-			g->left = h.len;
+			g->left = h.len + (g->nframes++ >= 2 ? LM_TAGLEN : 0);
 			if (atomic_load(&p->cuts))
 				continue;
+			/* RESUMED is lost: not a byte of it goes on */
+			if (g->back) {
+				if (p->at == CUT_RESUMED && h.type == LM_RESUMED)
+					return i >= sizeof(h) ? i - sizeof(h) : 0;
+				continue;
+			}
 			if ((p->at == CUT_PUSH && h.type == LM_PAGES && (h.flags & LM_F_PUSH)) ||
 			    (p->at == CUT_PRECOPY && h.type == LM_PAGES))
 				return i;	/* mid-frame: the header goes, the rest not */
@@ -120,11 +132,22 @@ static void *proxy_main(void *arg)
 		if (poll(pf, (nfds_t)n, 50) <= 0)
 			continue;
 		if ((pf[0].revents & POLLIN) && p->nleg + 2 <= 2 * MAXP) {
-			int c = accept(p->lfd, NULL, NULL), d = c >= 0 ? dial(p->dest) : -1;
+			int c = accept(p->lfd, NULL, NULL), d;
+
+			/* the link is down: the reconnect fails in its handshake */
+			if (c >= 0 && atomic_load(&p->cuts) &&
+			    (lm_now_ns() < p->down_until ||
+			     atomic_load(&p->refused) < p->refuse_first)) {
+				atomic_fetch_add(&p->refused, 1);
+				close(c);
+				continue;
+			}
+			d = c >= 0 ? dial(p->dest) : -1;
 
 			if (c >= 0 && d >= 0) {
 				p->leg[p->nleg++] = (struct leg){ .from = c, .to = d, .parse = true };
-				p->leg[p->nleg++] = (struct leg){ .from = d, .to = c };
+				p->leg[p->nleg++] = (struct leg){ .from = d, .to = c, .parse = true,
+								  .back = true };
 				continue;
 			}
 			if (c >= 0)
@@ -164,10 +187,12 @@ static void *proxy_main(void *arg)
  * another thread runs may copy a lock (the allocator's, a sanitizer's)
  * that thread holds, and the child would hang on it.
  */
-static void proxy_listen(struct proxy *p, const char *dest, enum cut_at at, char *addr,
-			 size_t alen)
+static void proxy_listen(struct proxy *p, const char *dest, enum cut_at at, int down_ms,
+			 char *addr, size_t alen)
 {
 	memset(p, 0, sizeof(*p));
+	p->down_ms = down_ms;
+	p->refuse_first = down_ms ? 2 : 0;
 	snprintf(p->dest, sizeof(p->dest), "%s", dest);
 	p->at = at;
 	p->lfd = lmt_listener(addr, alen);
@@ -188,9 +213,13 @@ static void proxy_stop(struct proxy *p)
 	close(p->lfd);
 }
 
-/* dest behind the proxy; both exit statuses */
-static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
+/* dest behind the proxy; both exit statuses; the link stays down down_ms */
+/* nslow: strangers dripping bytes at the destination meanwhile */
+static void cut_down(const char *mode, enum cut_at at, int down_ms, int nslow, int *src_rc,
+		     int *dst_rc)
 {
+	pid_t slow = 0;
+	double t_src;
 	char daddr[64], paddr[64], lfd_s[16];
 	int lfd = lmt_listener(daddr, sizeof(daddr));
 	struct proxy p;
@@ -208,7 +237,9 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
-	proxy_listen(&p, daddr, at, paddr, sizeof(paddr));
+	if (nslow)
+		slow = lmt_slowloris_start(daddr, nslow);
+	proxy_listen(&p, daddr, at, down_ms, paddr, sizeof(paddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
 				     "--verify", "--timeout", "3000", "--size", "4M", "--stale", "0.3",
@@ -219,12 +250,23 @@ static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
 	}
 	proxy_run(&p);
 	*src_rc = lmt_status(s);
+	t_src = lmt_now();
 	*dst_rc = lmt_status(d);
+	if (slow)
+		print_message("# %d slowloris cut off %d times; the destination exited %.2f s "
+			      "after the source\n", nslow, lmt_slowloris_stop(slow),
+			      lmt_now() - t_src);
 	/* before any assert: a failed case must not leave its proxy running */
 	proxy_stop(&p);
-	print_message("# cut %d time(s); source %d, destination %d\n", atomic_load(&p.cuts),
-		      *src_rc, *dst_rc);
+	print_message("# cut %d time(s), %d reconnect(s) refused; source %d, destination %d\n",
+		      atomic_load(&p.cuts), atomic_load(&p.refused), *src_rc, *dst_rc);
 	assert_int_equal(atomic_load(&p.cuts), 1);
+	assert_true(atomic_load(&p.refused) >= p.refuse_first);
+}
+
+static void cut(const char *mode, enum cut_at at, int *src_rc, int *dst_rc)
+{
+	cut_down(mode, at, 0, 0, src_rc, dst_rc);
 }
 
 static void cut_mid_postcopy(const char *mode)
@@ -250,16 +292,123 @@ static void test_cut_postcopy_missing(void **state)
 	cut_mid_postcopy("postcopy-missing");
 }
 
-/* At SWITCH: not committed; the source resumes, the destination stops. */
-static void test_cut_at_switch(void **state)
+/*
+ * The link stays down 1.5 s after the cut -- many retries long -- and the
+ * first reconnects fail in their handshake: the source retries until its
+ * deadline (--timeout 3000) and the destination serves from the new link.
+ */
+static void down_mid_postcopy(const char *mode, int nslow)
 {
 	int s, d;
 
+	cut_down(mode, CUT_PUSH, 1500, nslow, &s, &d);
+	assert_true(lmt_file_has(DERR, "the source rejoined"));
+	assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_int_equal(s, LM_EXIT_OK);
+}
+
+static void test_down_postcopy_minor(void **state)
+{
 	(void)state;
-	cut("minor", CUT_SWITCH, &s, &d);
-	assert_int_equal(s, LM_EXIT_ABORTED);
-	assert_true(d == LM_EXIT_PEER_LOST || d == LM_EXIT_SOURCE_LOST);
+	down_mid_postcopy("minor", 0);
+}
+
+static void test_down_postcopy_missing(void **state)
+{
+	(void)state;
+	down_mid_postcopy("postcopy-missing", 0);
+}
+
+/* The same while strangers hold connections to the destination's door. */
+static void test_down_slowloris_1(void **state)
+{
+	(void)state;
+	down_mid_postcopy("minor", 1);
+}
+
+static void test_down_slowloris_50(void **state)
+{
+	(void)state;
+	down_mid_postcopy("minor", 50);
+}
+
+/*
+ * Cut right after SWITCH went through: the destination may or may not
+ * have resumed, and RESUMED is lost either way.  One outcome whatever the
+ * timing: both finish (it resumed; the source rejoined), or the source
+ * takes the workload back only on the destination's signed word that it
+ * did not resume.  Never both running (source 2 with destination 3).
+ */
+static void cut_at_switch(const char *mode)
+{
+	int s, d;
+
+	cut(mode, CUT_SWITCH, &s, &d);
+	lmt_file_has(SERR, "@");	/* both logs, for the record */
+	lmt_file_has(DERR, "@");
+	if (s == LM_EXIT_OK) {
+		assert_int_equal(d, LM_EXIT_OK);
+		assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	} else {
+		assert_int_equal(s, LM_EXIT_ABORTED);
+		assert_int_equal(d, LM_EXIT_PEER_LOST);
+		assert_true(lmt_file_has(DERR, "did not resume"));
+		assert_true(lmt_file_has(SERR, "did not resume"));
+	}
 	assert_false(lmt_file_has(DERR, "VERIFY"));
+}
+
+static void test_cut_at_switch_minor(void **state)
+{
+	(void)state;
+	cut_at_switch("minor");
+}
+
+static void test_cut_at_switch_stopcopy(void **state)
+{
+	(void)state;
+	cut_at_switch("stop-copy");
+}
+
+static void test_cut_at_switch_missing(void **state)
+{
+	(void)state;
+	cut_at_switch("postcopy-missing");
+}
+
+/*
+ * The destination resumed and its RESUMED is lost with the link: in every
+ * mode the source stays paused, rejoins and finishes; never both running.
+ */
+static void lost_resumed(const char *mode)
+{
+	int s, d;
+
+	cut(mode, CUT_RESUMED, &s, &d);
+	assert_int_equal(s, LM_EXIT_OK);
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_true(lmt_file_has(SERR, "no RESUMED after SWITCH"));
+	assert_true(lmt_file_has(SERR, "rejoined the destination"));
+	assert_false(lmt_file_has(SERR, "resumes on the source"));
+}
+
+static void test_lost_resumed_minor(void **state)
+{
+	(void)state;
+	lost_resumed("minor");
+}
+
+static void test_lost_resumed_stopcopy(void **state)
+{
+	(void)state;
+	lost_resumed("stop-copy");
+}
+
+static void test_lost_resumed_missing(void **state)
+{
+	(void)state;
+	lost_resumed("postcopy-missing");
 }
 
 static void test_cut_precopy(void **state)
@@ -277,7 +426,16 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cut_postcopy_minor),
 		cmocka_unit_test(test_cut_postcopy_missing),
-		cmocka_unit_test(test_cut_at_switch),
+		cmocka_unit_test(test_down_postcopy_minor),
+		cmocka_unit_test(test_down_postcopy_missing),
+		cmocka_unit_test(test_down_slowloris_1),
+		cmocka_unit_test(test_down_slowloris_50),
+		cmocka_unit_test(test_cut_at_switch_minor),
+		cmocka_unit_test(test_cut_at_switch_stopcopy),
+		cmocka_unit_test(test_cut_at_switch_missing),
+		cmocka_unit_test(test_lost_resumed_minor),
+		cmocka_unit_test(test_lost_resumed_stopcopy),
+		cmocka_unit_test(test_lost_resumed_missing),
 		cmocka_unit_test(test_cut_precopy),
 	};
 

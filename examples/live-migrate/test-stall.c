@@ -38,6 +38,8 @@ struct run {
 	double t_stop, t_exit;	/* when the stopped side stopped; the other exited */
 };
 
+static const char *src_extra;	/* one more source option, or NULL */
+
 /* Start both; the side told to stop-PHASE stops itself there. */
 static void start(struct run *r, const char *mode, const char *dinj, const char *sinj)
 {
@@ -47,7 +49,8 @@ static void start(struct run *r, const char *mode, const char *dinj, const char 
 			     "--verify", "--timeout", TIMEOUT_S, "--size", "4M", "-q", NULL };
 	const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--mode", mode, "--inject", sinj,
 			     "--verify", "--timeout", TIMEOUT_S, "--size", "4M", "--stale", "0.2",
-			     "--precopy", "0.2", "--after", "0.3", "--rounds", "2", "-q", NULL };
+			     "--precopy", "0.2", "--after", "0.3", "--rounds", "2", "-q", src_extra,
+			     NULL };
 
 	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
 	memset(r, 0, sizeof(*r));
@@ -111,13 +114,28 @@ static void test_dest_stops_precopy_stopcopy(void **state)
 /* The workload is paused while stop-copy sends: that send is bounded too. */
 static void test_dest_stops_paused_stopcopy(void **state)
 {
+	struct run r;
+
 	(void)state;
-	dest_stops_before_commit("stop-copy", "stop-paused");
+	start(&r, "stop-copy", "stop-paused", "none");
+	stopped_then_exit(&r, r.d, r.s, &r.s_rc);
+	/* SWITCH may have fit in the socket buffers: then it counts as sent */
+	if (r.s_rc == LM_EXIT_UNDECIDED) {
+		kill(r.d, SIGCONT);
+		assert_true(lmt_expect(r.d, LM_EXIT_PEER_LOST));
+		return;
+	}
+	assert_int_equal(r.s_rc, LM_EXIT_ABORTED);
+	assert_true(lmt_file_has(SERR, "invariants hold"));
+	kill_stopped(r.d);
 }
 
 /*
- * SWITCH arrived, then the destination stopped: the source resumes at home;
- * continued later, the destination finds the reset and does not resume.
+ * SWITCH arrived, then the destination stopped: it may run the workload
+ * when continued, so the source never resumes on its own.  It asks (a
+ * rejoin) until --rejoin, then stays paused and exits 8 for the operator;
+ * continued later, the destination finds the link gone and does not
+ * resume either.
  */
 static void dest_stops_at_switch(const char *mode)
 {
@@ -125,11 +143,49 @@ static void dest_stops_at_switch(const char *mode)
 
 	start(&r, mode, "stop-switch", "none");
 	stopped_then_exit(&r, r.d, r.s, &r.s_rc);
-	assert_int_equal(r.s_rc, LM_EXIT_ABORTED);
+	assert_int_equal(r.s_rc, LM_EXIT_UNDECIDED);
+	assert_true(lmt_file_has(SERR, "OUTCOME UNKNOWN"));
+	assert_false(lmt_file_has(SERR, "resumes on the source"));
 	kill(r.d, SIGCONT);
 	r.d_rc = lmt_status(r.d);
 	assert_int_equal(r.d_rc, LM_EXIT_PEER_LOST);
-	assert_true(lmt_file_has(DERR, "the source gave up"));
+	assert_true(lmt_file_has(DERR, "does not, and tells the source so"));
+}
+
+/*
+ * The same with --rejoin wait: the source asks until an answer comes.  The
+ * destination, continued, does not resume and says so, signed: only then
+ * does the source take its workload back.
+ */
+static void dest_stops_at_switch_wait(const char *mode)
+{
+	struct run r;
+	int st;
+
+	src_extra = "--rejoin=wait";
+	start(&r, mode, "stop-switch", "none");
+	src_extra = NULL;
+	assert_int_equal(waitpid(r.d, &st, WUNTRACED), r.d);
+	assert_true(WIFSTOPPED(st));
+	assert_true(lmt_wait_for(SERR, "staying paused and asking", 20));
+	usleep(500000);
+	kill(r.d, SIGCONT);
+	assert_true(lmt_expect(r.s, LM_EXIT_ABORTED));
+	assert_true(lmt_expect(r.d, LM_EXIT_PEER_LOST));
+	assert_true(lmt_file_has(SERR, "did not resume"));
+	assert_true(lmt_file_has(DERR, "told the rejoining source"));
+}
+
+static void test_dest_stops_switch_wait_minor(void **state)
+{
+	(void)state;
+	dest_stops_at_switch_wait("minor");
+}
+
+static void test_dest_stops_switch_wait_missing(void **state)
+{
+	(void)state;
+	dest_stops_at_switch_wait("postcopy-missing");
 }
 
 static void test_dest_stops_switch_stopcopy(void **state)
@@ -298,6 +354,8 @@ int main(void)
 		cmocka_unit_test(test_dest_stops_precopy_minor),
 		cmocka_unit_test(test_dest_stops_precopy_stopcopy),
 		cmocka_unit_test(test_dest_stops_paused_stopcopy),
+		cmocka_unit_test(test_dest_stops_switch_wait_minor),
+		cmocka_unit_test(test_dest_stops_switch_wait_missing),
 		cmocka_unit_test(test_dest_stops_switch_stopcopy),
 		cmocka_unit_test(test_dest_stops_switch_minor),
 		cmocka_unit_test(test_dest_stops_switch_missing),

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* What lm's end-to-end tests share. */
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +28,7 @@ int lmt_listener(char *addr, size_t len)
 
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(listen(fd, 128), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
 	return fd;
@@ -255,4 +257,100 @@ bool lmt_wait_catching(pid_t pid, double seconds)
 		usleep(10000);
 	}
 	return false;
+}
+
+/* ---- slowloris: strangers that hold the door a byte at a time -------- */
+
+static volatile sig_atomic_t slow_quit;
+
+static void slow_stop(int sig)
+{
+	(void)sig;
+	slow_quit = 1;
+}
+
+static int slow_dial(const struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	if (fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) &&
+	    errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The child: n connections, one byte of a plausible AUTH frame each per 100 ms. */
+static void slow_child(const char *addr, int n, const char *countfile)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons((uint16_t)atoi(strchr(addr, ':') + 1)) };
+	uint8_t frame[256];
+	struct lm_auth a = { .kind = LM_AUTH_MAIN };
+	size_t len = lm_frame_encode(frame, sizeof(frame), LM_AUTH, 0, &a, NULL, 0);
+	int fd[64], at[64], cuts = 0;
+	FILE *f;
+
+	signal(SIGTERM, slow_stop);
+	for (int k = 0; k < n; k++)
+		fd[k] = -1;
+	while (!slow_quit) {
+		for (int k = 0; k < n; k++) {
+			uint8_t junk[256];
+
+			if (fd[k] < 0) {
+				fd[k] = slow_dial(&sa);
+				at[k] = 0;
+				continue;
+			}
+			/* the CHALLENGE, a REFUSE, or the end */
+			if (recv(fd[k], junk, sizeof(junk), MSG_DONTWAIT) == 0 ||
+			    send(fd[k], frame + at[k] % len, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+				if (errno == EAGAIN && at[k] == 0)
+					continue;	/* still connecting */
+				close(fd[k]);
+				fd[k] = -1;
+				cuts++;
+				continue;
+			}
+			/* never the last byte: the frame is never whole */
+			if (++at[k] % len == len - 1)
+				at[k] = 0;
+		}
+		usleep(100000);
+	}
+	f = fopen(countfile, "w");
+	if (f) {
+		fprintf(f, "%d\n", cuts);
+		fclose(f);
+	}
+	_exit(0);
+}
+
+pid_t lmt_slowloris_start(const char *addr, int n)
+{
+	pid_t pid;
+
+	assert_true(n > 0 && n <= 64);
+	pid = lmt_fork();
+	if (!pid)
+		slow_child(addr, n, lmt_path("slowloris.count"));
+	return pid;
+}
+
+int lmt_slowloris_stop(pid_t pid)
+{
+	FILE *f;
+	int cuts = -1;
+
+	kill(pid, SIGTERM);
+	assert_int_equal(lmt_status(pid), 0);
+	f = fopen(lmt_path("slowloris.count"), "r");
+	if (f) {
+		if (fscanf(f, "%d", &cuts) != 1)
+			cuts = -1;
+		fclose(f);
+	}
+	return cuts;
 }

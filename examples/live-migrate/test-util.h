@@ -33,5 +33,10 @@ const char *lmt_path(const char *name);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
 double lmt_now(void);
+/* n strangers (at most 64) in a child, each dripping one byte of an AUTH
+ * frame per 100 ms into addr, reconnecting when cut off. */
+pid_t lmt_slowloris_start(const char *addr, int n);
+/* Stop them: how many times they were cut off. */
+int lmt_slowloris_stop(pid_t pid);
 
 #endif
