@@ -6,6 +6,9 @@
 . "$(dirname "$0")/lib.sh"
 is_fanwatch || exit 77
 command -v script > /dev/null || { echo "no script(1)" >&2; exit 77; }
+# A chroot without /dev/pts (a package build's) has no terminal to give.
+script -qec true /dev/null < /dev/null > /dev/null 2>&1 ||
+	{ echo "script(1) cannot make a pseudo-terminal here (is /dev/pts mounted?)" >&2; exit 77; }
 mkdir d
 # script(1) gives fanwatch a terminal, as a user's shell would.
 script -qec "$TOOL -q --settle 50 --exec 'echo run >> runs; read x; echo \"read:\$?\" >> runs' d" /dev/null < /dev/null > out 2>&1 &

@@ -184,7 +184,11 @@ for mode in running stopped stopped-unpaired; do
 	run_case tmp-unique $mode nothing tmp_unique
 	run_case tmp-reused $mode nothing tmp_reused
 	run_case name-loop $mode nothing name_loop
-	run_case rsync-delete $mode make_src rsync_delete
+	if command -v rsync > /dev/null; then
+		run_case rsync-delete $mode make_src rsync_delete
+	else
+		echo "rsync-delete $mode: SKIP: no rsync"
+	fi
 	run_case cp-al-find-delete $mode make_linked cp_al_delete
 	if command -v git > /dev/null; then
 		run_case git-checkout $mode make_repo git_checkout

@@ -39,7 +39,8 @@ trap cleanup EXIT
 if [ "$FS" = tmpfs ]; then
 	mount -t tmpfs -o size=512m fw-rebuild "$M" || skip "cannot mount a tmpfs"
 else
-	command -v "mkfs.$FS" > /dev/null || skip "no mkfs.$FS (Debian: ${FS%4}progs / e2fsprogs)"
+	case $FS in ext4) pkg=e2fsprogs ;; btrfs) pkg=btrfs-progs ;; *) pkg=${FS}progs ;; esac
+	command -v "mkfs.$FS" > /dev/null || skip "no mkfs.$FS (Debian: apt-get install $pkg)"
 	command -v losetup > /dev/null || skip "no losetup"
 	[ -e /dev/loop-control ] || skip "no /dev/loop-control"
 	IMG=$(mktemp /var/tmp/fw-rebuild-$FS.XXXXXX) || exit 1
