@@ -55,9 +55,10 @@ need_packages() {
 # python3: lm-qemu-anchor, the QMP driver (standard library only).
 # git, rsync, xfsprogs, btrfs-progs: fanwatch's rebuild-the-tree tests
 # (workloads, and the xfs/btrfs loop images; a missing one is a skip).
+# busybox-static: tests/vm/results-parser.sh checks the guest's awk (busybox).
 K513_HOST_PACKAGES=(build-essential pkg-config meson ninja-build libcmocka-dev jq
 	scdoc inotify-tools clang libclang-rt-dev gnuplot-nox abigail-tools libsodium-dev
-	python3 git rsync xfsprogs btrfs-progs)
+	python3 git rsync xfsprogs btrfs-progs busybox-static)
 # Building a kernel tree, and modules against it (plus the tree's
 # linux-source package and, for a foreign guest, CROSS_PACKAGES).
 # shellcheck disable=SC2034
