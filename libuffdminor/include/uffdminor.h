@@ -197,7 +197,8 @@ off_t uffdm_region_offset(const struct uffdm_region *r);
  * See uffdm_tracker_start(3).
  */
 enum uffdm_track_kind {
-	UFFDM_TRACK_AUTO = 0,		/* the first of the next three that starts, else NONE */
+	UFFDM_TRACK_AUTO = 0,		/* the first of the next three that starts, else NONE
+					   (never NONE on memory a handler serves: -EBUSY) */
 	UFFDM_TRACK_PAGEMAP_SCAN,	/* PAGEMAP_SCAN + UFFD_FEATURE_WP_ASYNC (6.7+) */
 	UFFDM_TRACK_SOFT_DIRTY,		/* /proc/self/pagemap soft-dirty bit + clear_refs */
 	UFFDM_TRACK_UFFD_WP,		/* synchronous uffd-wp faults (5.19+ on shmem/hugetlb) */

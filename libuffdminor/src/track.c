@@ -10,6 +10,13 @@
  *                 writers pause while the view is protected again;
  *   none          every page is dirty in every round.
  * Soft-dirty fails its probe on hugetlbfs, so there 6.1 gets uffd-wp.
+ *
+ * Memory a handler serves (registered MINOR on its descriptor, 0.3): no
+ * second descriptor can register it (EBUSY), so uffd-wp cannot, and
+ * pagemap-scan only through the handler's own registration, when the
+ * handler opened its descriptor with WP_ASYNC and registered MINOR|WP.
+ * Soft-dirty needs no registration and, probed on a page of its own,
+ * touches none of the caller's.  Auto never falls back to none there.
  * Came from examples/live-migrate, its first user.
  */
 #include <errno.h>
@@ -26,7 +33,8 @@ struct uffdm_tracker {
 	enum uffdm_track_kind kind;
 	uint8_t *view;
 	size_t size, page;
-	struct uffdm *u;	/* pagemap-scan: WP_ASYNC; uffd-wp: synchronous WP */
+	struct uffdm *u;	/* pagemap-scan: WP_ASYNC, ours (NULL: the handler's) */
+	unsigned int reg;	/* the range's registrations before us: REG_* */
 	struct track_wp *wp;	/* uffd-wp: the fault thread and its bitmap */
 	int pagemap_fd;
 	int pagemap_err;	/* why pagemap_fd is -1 */
@@ -54,9 +62,13 @@ struct uffdm_pm_scan_arg {
 #define UFFDM_PM_SCAN_WP_MATCHING	(1 << 0)
 #define UFFDM_PM_SCAN_CHECK_WPASYNC	(1 << 1)
 
-#define PM_SOFT_DIRTY	(1ull << 55)
 #define SCAN_VEC	512
-#define BASE_PAGE	4096u	/* pagemap's unit on x86_64 and arm64 (4K kernels) */
+#define BASE_PAGE	TRACK_BASE_PAGE
+
+/* A range's userfaultfd registrations, from smaps' VmFlags (um, uw, ui). */
+#define REG_MISSING	(1u << 0)
+#define REG_WP		(1u << 1)
+#define REG_MINOR	(1u << 2)
 
 static const char *const names[] = {
 	[UFFDM_TRACK_AUTO] = "auto",
@@ -84,20 +96,7 @@ int uffdm_track_parse(const char *s)
 	return -EINVAL;
 }
 
-static int clear_refs(void)
-{
-	int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, "4", 1) != 1)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int scan(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
+static int scan(struct uffdm_tracker *t, uint8_t *bitmap, uint64_t flags)
 {
 	struct uffdm_page_region *vec = (struct uffdm_page_region *)t->buf;
 	uint64_t start = (uintptr_t)t->view, end = start + t->size;
@@ -105,7 +104,7 @@ static int scan(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
 	while (start < end) {
 		struct uffdm_pm_scan_arg a = {
 			.size = sizeof(a),
-			.flags = last ? 0 : UFFDM_PM_SCAN_WP_MATCHING | UFFDM_PM_SCAN_CHECK_WPASYNC,
+			.flags = flags,
 			.start = start, .end = end, .vec = (uintptr_t)vec, .vec_len = SCAN_VEC,
 			.category_mask = UFFDM_PAGE_IS_WRITTEN,
 			.return_mask = UFFDM_PAGE_IS_WRITTEN,
@@ -124,30 +123,37 @@ static int scan(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
 	return 0;
 }
 
-static int soft_dirty(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
+/*
+ * Re-protecting collects: on our own registration the kernel checks that
+ * every VMA is WP_ASYNC.  On the handler's it skips those that are not:
+ * the start checked them all, and what has left the registration since is
+ * a page the handler failed (a fence, which no write reaches).
+ */
+static uint64_t scan_flags(const struct uffdm_tracker *t, bool last)
 {
-	size_t n4k = t->size / BASE_PAGE, per = t->page / BASE_PAGE;
-	off_t off = (off_t)((uintptr_t)t->view / BASE_PAGE * 8);
-
-	if (pread(t->pagemap_fd, t->buf, n4k * 8, off) != (ssize_t)(n4k * 8))
-		return -EIO;
-	for (size_t i = 0; i < n4k; i++)
-		if (t->buf[i] & PM_SOFT_DIRTY)
-			track_bit_set(bitmap, i / per);
-	/* the last look: nothing will be asked again, so no clearing walk */
-	return last ? 0 : clear_refs();
+	if (last)
+		return 0;
+	return UFFDM_PM_SCAN_WP_MATCHING | (t->u ? UFFDM_PM_SCAN_CHECK_WPASYNC : 0);
 }
 
-/* Does a page just written show up soft-dirty after clear_refs? */
-static bool soft_dirty_works(struct uffdm_tracker *t)
+/*
+ * The handler's registration, when it is MINOR|WP on a WP_ASYNC descriptor
+ * (6.7+): WP_ASYNC is the whole descriptor's, so we cannot add it, and with
+ * it the kernel resolves every WP fault itself, so it cannot clash with a
+ * handler that takes WP faults.  The first scan, which asks the kernel to
+ * check exactly that, is the probe.  A page the handler maps afterwards is
+ * mapped writable (UFFDIO_CONTINUE overwrites the WP marker): written.
+ */
+static int start_scan_served(struct uffdm_tracker *t)
 {
-	uint64_t e = 0;
-	off_t off = (off_t)((uintptr_t)t->view / BASE_PAGE * 8);
+	int ret;
 
-	if (clear_refs())
-		return false;
-	track_write_same(t->view + 64);
-	return pread(t->pagemap_fd, &e, 8, off) == 8 && (e & PM_SOFT_DIRTY);
+	if (!(t->reg & REG_MINOR) || !(t->reg & REG_WP))
+		return -EBUSY;	/* another tracker's range, or no WP to share */
+	ret = scan(t, NULL, UFFDM_PM_SCAN_WP_MATCHING | UFFDM_PM_SCAN_CHECK_WPASYNC);
+	if (ret == -ENOTTY || ret == -EINVAL)
+		return -EOPNOTSUPP;	/* no PAGEMAP_SCAN (before 6.7) */
+	return ret == -EPERM ? -EBUSY : ret;	/* a descriptor without WP_ASYNC */
 }
 
 static int start_scan(struct uffdm_tracker *t)
@@ -158,13 +164,15 @@ static int start_scan(struct uffdm_tracker *t)
 
 	if (t->pagemap_fd < 0)
 		return t->pagemap_err;
+	if (t->reg)
+		return start_scan_served(t);
 	ret = uffdm_open(&t->u, 0, f);
 	if (ret)
 		return ret;
 	ret = uffdm_range_register(t->u, t->view, t->size,
 				   UFFDM_REGISTER_WP | UFFDM_REGISTER_NO_MINOR, NULL);
 	if (!ret)
-		ret = scan(t, NULL, false);	/* protect everything: the baseline */
+		ret = scan(t, NULL, scan_flags(t, false));	/* protect everything: the baseline */
 	if (ret) {
 		uffdm_close(t->u);
 		t->u = NULL;
@@ -174,9 +182,12 @@ static int start_scan(struct uffdm_tracker *t)
 
 static int start_soft_dirty(struct uffdm_tracker *t)
 {
+	int ret;
+
 	if (t->pagemap_fd < 0)
 		return t->pagemap_err;
-	return soft_dirty_works(t) ? clear_refs() : -EOPNOTSUPP;
+	ret = uffdm__sd_usable(t->pagemap_fd, t->page);
+	return ret ? ret : uffdm__clear_refs();
 }
 
 static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
@@ -187,6 +198,9 @@ static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
 	case UFFDM_TRACK_SOFT_DIRTY:
 		return start_soft_dirty(t);
 	case UFFDM_TRACK_UFFD_WP:
+		/* refused before its populate would fault every page into the handler */
+		if (t->reg)
+			return -EBUSY;
 		return uffdm__wp_start(&t->wp, t->view, t->size, t->page);
 	default:
 		return 0;
@@ -194,36 +208,38 @@ static int start_kind(struct uffdm_tracker *t, enum uffdm_track_kind k)
 }
 
 /* A VmFlags line of smaps names uffd registrations: um, uw, ui. */
-static bool uffd_flags(const char *line)
+static unsigned int uffd_flags(const char *line)
 {
-	return strstr(line, " um") || strstr(line, " uw") || strstr(line, " ui");
+	return (strstr(line, " um") ? REG_MISSING : 0) | (strstr(line, " uw") ? REG_WP : 0) |
+	       (strstr(line, " ui") ? REG_MINOR : 0);
 }
 
 /*
- * Whether part of [addr, addr+len) is registered on a userfaultfd: memory
- * a handler serves.  No kind can watch it from a second descriptor (its
- * registration is EBUSY), and soft-dirty's probe would write into a page
- * the handler owns.  Unreadable smaps: not known to be.
+ * The registrations of [addr, addr+len) on userfaultfds, REG_* of every
+ * VMA in it: memory a handler serves (MINOR, MISSING) or another tracker
+ * watches (WP).  A second descriptor cannot register any of it (EBUSY).
+ * Unreadable smaps: not known to be.
  */
-static bool range_served(const void *addr, size_t len)
+static unsigned int range_registered(const void *addr, size_t len)
 {
 	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
 	FILE *f = fopen("/proc/self/smaps", "re");
 	char line[512];
-	bool in = false, served = false;
+	unsigned int reg = 0;
+	bool in = false;
 
 	if (!f)
-		return false;
-	while (!served && fgets(line, sizeof(line), f)) {
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
 		unsigned long s, e;
 
 		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
 			in = s < hi && e > lo;
 		else if (in && !strncmp(line, "VmFlags:", 8))
-			served = uffd_flags(line);
+			reg |= uffd_flags(line);
 	}
 	fclose(f);
-	return served;
+	return reg;
 }
 
 /* Without pagemap only the kinds that read it fail: uffd-wp needs none. */
@@ -251,6 +267,24 @@ static int check_args(struct uffdm_tracker **out, enum uffdm_track_kind kind, vo
 	return uffdm__check_range(addr, len);
 }
 
+/*
+ * Auto: the first kind that starts.  On registered memory never none
+ * (0.3): every page dirty every round, in silence, is no tracking; -EBUSY
+ * says that nothing here works beside the registration.
+ */
+static int start_auto(struct uffdm_tracker *t)
+{
+	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(auto_order); i++) {
+		if (auto_order[i] == UFFDM_TRACK_NONE && t->reg)
+			return -EBUSY;
+		if (!start_kind(t, auto_order[i])) {
+			t->kind = auto_order[i];
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, void *addr,
 			size_t len, size_t page, unsigned int flags)
 {
@@ -266,20 +300,14 @@ int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, 
 	t->size = len;
 	t->page = page;
 	t->kind = UFFDM_TRACK_NONE;
+	t->reg = range_registered(addr, len);
 	ret = open_pagemap(t);
-	/* 0.3: auto never falls to "none" in silence on memory a handler serves */
-	if (!ret && kind == UFFDM_TRACK_AUTO && range_served(addr, len))
-		ret = -EBUSY;
-	if (!ret && kind != UFFDM_TRACK_AUTO) {
+	if (!ret && kind == UFFDM_TRACK_AUTO)
+		ret = start_auto(t);
+	else if (!ret) {
 		ret = start_kind(t, kind);
 		t->kind = kind;
 	}
-	for (size_t i = 0; !ret && kind == UFFDM_TRACK_AUTO && i < UFFDM_ARRAY_SIZE(auto_order);
-	     i++)
-		if (!start_kind(t, auto_order[i])) {
-			t->kind = auto_order[i];
-			break;
-		}
 	if (ret) {
 		t->kind = UFFDM_TRACK_NONE;	/* what start_kind failed to start is torn down */
 		uffdm_tracker_stop(t);
@@ -308,9 +336,10 @@ int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int
 		return -EINVAL;
 	switch (t->kind) {
 	case UFFDM_TRACK_PAGEMAP_SCAN:
-		return scan(t, bitmap, last);
+		return scan(t, bitmap, scan_flags(t, last));
 	case UFFDM_TRACK_SOFT_DIRTY:
-		return soft_dirty(t, bitmap, last);
+		return uffdm__sd_collect(t->pagemap_fd, t->view, t->size, t->page, t->buf, bitmap,
+					 last);
 	case UFFDM_TRACK_UFFD_WP:
 		return uffdm__wp_collect(t->wp, bitmap, last);
 	default:

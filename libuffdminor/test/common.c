@@ -480,6 +480,14 @@ static uint64_t kind_features(enum uffdm_track_kind k)
 	}
 }
 
+/* Why soft-dirty does not start on mc (-EOPNOTSUPP); arm64 has no soft-dirty at all. */
+static const char *sd_missing(const struct mem_case *mc)
+{
+	return mc->backing == UFFDM_SHMEM ? "kernel without CONFIG_MEM_SOFT_DIRTY (x86 only)" :
+	       "hugetlbfs pages show no soft-dirty bit in pagemap, or no free huge page "
+	       "for the probe";
+}
+
 struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_region *r)
 {
 	uint64_t need = kind_features(c->kind);
@@ -494,9 +502,7 @@ struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_reg
 				  uffdm_region_page_size(r), 0);
 	if (!need && ret == -EOPNOTSUPP)
 		SKIP_BECAUSE("%s tracking does not work on %s here (%s)",
-			     uffdm_track_name(c->kind), c->mc->name,
-			     c->mc->backing == UFFDM_SHMEM ? "kernel without CONFIG_MEM_SOFT_DIRTY" :
-			     "hugetlbfs pages show no soft-dirty bit in pagemap");
+			     uffdm_track_name(c->kind), c->mc->name, sd_missing(c->mc));
 	if (ret)
 		fail_msg("%s on %s: %s", uffdm_track_name(c->kind), c->mc->name, strerror(-ret));
 	assert_int_equal(uffdm_tracker_kind(t), c->kind);
@@ -506,4 +512,91 @@ struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_reg
 bool bit_is_set(const uint8_t *bm, size_t i)
 {
 	return bm[i / 8] & (1u << (i % 8));
+}
+
+void write_pages(uint8_t *view, size_t page, const unsigned int *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		view[set[i] * page + 8]++;
+}
+
+bool in_set(unsigned int p, const unsigned int *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == p)
+			return true;
+	return false;
+}
+
+static int served_stamp(void *arg, struct uffdm_region *r, size_t off,
+			const struct uffdm_event *ev)
+{
+	size_t page = uffdm_region_page_size(r);
+
+	(void)arg;
+	(void)ev;
+	fill_page((char *)uffdm_region_backing(r) + off, page, off / page);
+	return 0;
+}
+
+/* What the handler's descriptor needs for pagemap-scan to share its range. */
+static uint64_t served_features(bool wp_async)
+{
+	struct uffdm_probe p = probe();
+	uint64_t f = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_HUGETLBFS_SHMEM |
+		     UFFD_FEATURE_WP_UNPOPULATED;
+
+	if (!wp_async)
+		return 0;
+	if (!uffdm_probe_has(&p, f))
+		SKIP_BECAUSE("pagemap-scan on served memory needs the handler's descriptor "
+			     "opened with UFFD_FEATURE_WP_ASYNC (6.7+); the kernel lacks it");
+	return f;
+}
+
+void served_setup(struct served *s, const struct mem_case *mc, bool wp_async, size_t npages)
+{
+	void *state = (void *)mc;
+	uint64_t f = served_features(wp_async);
+	struct uffdm_handler_config cfg = { .threads = 2, .fault = served_stamp };
+
+	need_case(&state);
+	*s = (struct served){ 0 };
+	s->u = open_uffd(0, f);
+	s->r = registered_region(s->u, mc, npages, f ? UFFDM_REGISTER_WP : 0);
+	assert_int_equal(uffdm_handler_start(&s->h, s->u, s->r, &cfg), 0);
+}
+
+void served_start(struct served *s, const struct track_case *c, size_t npages)
+{
+	int ret;
+
+	served_setup(s, c->mc, c->kind == UFFDM_TRACK_PAGEMAP_SCAN, npages);
+	ret = uffdm_tracker_start(&s->t, c->kind, uffdm_region_view(s->r),
+				  uffdm_region_size(s->r), uffdm_region_page_size(s->r), 0);
+	if (ret == -EOPNOTSUPP && c->kind == UFFDM_TRACK_SOFT_DIRTY) {
+		uffdm_handler_stop(s->h, NULL);
+		SKIP_BECAUSE("soft-dirty tracking does not work on %s here (%s)", c->mc->name,
+			     sd_missing(c->mc));
+	}
+	if (ret)
+		fail_msg("%s on served %s: %s", uffdm_track_name(c->kind), c->mc->name,
+			 strerror(-ret));
+	assert_int_equal(uffdm_tracker_kind(s->t), c->kind);
+}
+
+uint64_t served_fills(const struct served *s)
+{
+	struct uffdm_stats st;
+
+	assert_int_equal(uffdm_handler_stats(s->h, &st), 0);
+	return st.fills;
+}
+
+void served_stop(struct served *s)
+{
+	uffdm_tracker_stop(s->t);
+	assert_int_equal(uffdm_handler_stop(s->h, NULL), 0);
+	put_region(s->r);
+	put_uffd(s->u);
 }

@@ -116,6 +116,39 @@ extern const struct track_case wp_shmem, wp_hugetlb, scan_shmem, scan_hugetlb,
 struct uffdm_tracker *start_tracker(const struct track_case *c, struct uffdm_region *r);
 /* Bit i of a tracker's bitmap. */
 bool bit_is_set(const uint8_t *bm, size_t i);
+/* Write one byte of each page in set[0..n), past fill_page()'s first word. */
+void write_pages(uint8_t *view, size_t page, const unsigned int *set, size_t n);
+bool in_set(unsigned int p, const unsigned int *set, size_t n);
+
+/*
+ * Tracking memory a handler serves: the kinds that can work there.
+ * uffd-wp cannot (a second descriptor cannot register the range).
+ */
+#define TRACK_SERVED_ROWS(fn) \
+	TRACK_ROW(fn, scan_shmem), TRACK_ROW(fn, scan_hugetlb), \
+	TRACK_ROW(fn, sd_shmem), TRACK_ROW(fn, sd_hugetlb)
+
+/*
+ * npages of c's memory that a running handler serves (its callback stamps
+ * each page with fill_page() through the backing view; nothing is mapped
+ * yet), registered as c's kind needs: pagemap-scan shares the handler's
+ * descriptor, opened with WP_ASYNC and registered MINOR|WP; soft-dirty
+ * takes a plain MINOR registration.  Then c's kind started on it, or skip
+ * with the reason where the kernel lacks it.
+ */
+struct served {
+	struct uffdm *u;
+	struct uffdm_region *r;
+	struct uffdm_handler *h;
+	struct uffdm_tracker *t;
+};
+void served_start(struct served *s, const struct track_case *c, size_t npages);
+/* The same without the tracker; wp_async: the descriptor and registration pagemap-scan needs. */
+void served_setup(struct served *s, const struct mem_case *mc, bool wp_async, size_t npages);
+/* Pages the handler's callback filled so far. */
+uint64_t served_fills(const struct served *s);
+/* Tracker (if any), handler, region, descriptor, in that order. */
+void served_stop(struct served *s);
 
 /* Descriptors open in this process, and mappings: nothing half-made leaks. */
 unsigned int open_fd_count(void);

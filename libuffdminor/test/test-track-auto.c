@@ -3,7 +3,8 @@
  * UFFDM_TRACK_AUTO picks the best the kernel offers and names it: with
  * WP_ASYNC, pagemap-scan; else never none where uffd-wp works (on 6.1
  * hugetlb, without PAGEMAP_SCAN and with soft-dirty failing its probe,
- * it must pick uffd-wp).
+ * it must pick uffd-wp).  On memory a handler serves: what works beside
+ * the handler, or -EBUSY.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,44 +34,69 @@ static void test_track_auto(void **state)
 	put_region(r);
 }
 
-static int stamp(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+/* Whether soft-dirty starts on mc's memory here, asked on memory nobody serves. */
+static bool soft_dirty_works(const struct mem_case *mc)
 {
-	size_t page = uffdm_region_page_size(r);
+	struct uffdm_region *r = make_region(mc, 1);
+	struct uffdm_tracker *t;
+	int ret = uffdm_tracker_start(&t, UFFDM_TRACK_SOFT_DIRTY, uffdm_region_view(r),
+				      uffdm_region_size(r), uffdm_region_page_size(r), 0);
 
-	(void)arg;
-	(void)ev;
-	fill_page((char *)uffdm_region_backing(r) + off, page, off / page);
-	return 0;
+	if (!ret)
+		uffdm_tracker_stop(t);
+	put_region(r);
+	return !ret;
 }
 
 /*
- * On memory a handler serves (registered on another userfaultfd), auto
- * either starts a kind that works there or fails saying why: never "none"
- * in silence, which reports every page dirty every round.
+ * On memory a handler serves with a descriptor of its own (no WP_ASYNC),
+ * auto picks soft-dirty where it works, else fails with -EBUSY: never
+ * "none" in silence, which reports every page dirty every round.  uffd-wp
+ * cannot register there and refuses without faulting a page in.
  */
 static void test_track_auto_served(void **state)
 {
-	const struct mem_case *mc = need_case(state);
-	struct uffdm *u = open_uffd(0, 0);
-	struct uffdm_region *r = registered_region(u, mc, 4, 0);
-	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp };
-	struct uffdm_handler *h;
-	struct uffdm_tracker *t = NULL;
+	const struct mem_case *mc = *state;
+	bool sd = soft_dirty_works(mc);	/* first: a skip must find no handler running */
+	struct served s;
 	int ret;
 
-	assert_int_equal(uffdm_handler_start(&h, u, r, &cfg), 0);
-	ret = uffdm_tracker_start(&t, UFFDM_TRACK_AUTO, uffdm_region_view(r),
-				  uffdm_region_size(r), uffdm_region_page_size(r), 0);
+	served_setup(&s, mc, false, 4);
+	ret = uffdm_tracker_start(&s.t, UFFDM_TRACK_AUTO, uffdm_region_view(s.r),
+				  uffdm_region_size(s.r), uffdm_region_page_size(s.r), 0);
 	print_message("# auto on served %s: %s\n", mc->name,
-		      ret ? strerror(-ret) : uffdm_track_name(uffdm_tracker_kind(t)));
-	if (ret)
+		      ret ? strerror(-ret) : uffdm_track_name(uffdm_tracker_kind(s.t)));
+	if (sd) {
+		assert_int_equal(ret, 0);
+		assert_int_equal(uffdm_tracker_kind(s.t), UFFDM_TRACK_SOFT_DIRTY);
+		uffdm_tracker_stop(s.t);
+	} else {
 		assert_int_equal(ret, -EBUSY);
-	else
-		assert_int_not_equal(uffdm_tracker_kind(t), UFFDM_TRACK_NONE);
-	uffdm_tracker_stop(t);
-	assert_int_equal(uffdm_handler_stop(h, NULL), 0);
-	put_region(r);
-	put_uffd(u);
+	}
+	s.t = NULL;
+	assert_int_equal(uffdm_tracker_start(&s.t, UFFDM_TRACK_UFFD_WP, uffdm_region_view(s.r),
+					     uffdm_region_size(s.r), uffdm_region_page_size(s.r),
+					     0), -EBUSY);
+	assert_int_equal(served_fills(&s), 0);
+	served_stop(&s);
+}
+
+/* The handler's descriptor with WP_ASYNC, the region MINOR|WP: auto shares it. */
+static void test_track_auto_served_async(void **state)
+{
+	const struct mem_case *mc = *state;
+	struct served s;
+
+	served_setup(&s, mc, true, 4);
+	assert_int_equal(uffdm_tracker_start(&s.t, UFFDM_TRACK_AUTO, uffdm_region_view(s.r),
+					     uffdm_region_size(s.r), uffdm_region_page_size(s.r),
+					     0), 0);
+	print_message("# auto on served %s, WP_ASYNC: %s\n", mc->name,
+		      uffdm_track_name(uffdm_tracker_kind(s.t)));
+	assert_int_equal(uffdm_tracker_kind(s.t), UFFDM_TRACK_PAGEMAP_SCAN);
+	assert_false(uffdm_tracker_needs_quiesce(s.t));
+	assert_int_equal(served_fills(&s), 0);
+	served_stop(&s);
 }
 
 int main(void)
@@ -78,6 +104,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		CROSS(test_track_auto),
 		CROSS(test_track_auto_served),
+		CROSS(test_track_auto_served_async),
 	};
 
 	return cmocka_run_group_tests_name("track-auto", tests, NULL, NULL);

@@ -12,20 +12,6 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static void write_pages(uint8_t *view, size_t page, const unsigned int *set, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		view[set[i] * page + 8]++;
-}
-
-static bool in_set(unsigned int p, const unsigned int *set, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (set[i] == p)
-			return true;
-	return false;
-}
-
 /* Collect and compare with exactly set[0..n). */
 static void expect(struct uffdm_tracker *t, size_t npages, const unsigned int *set, size_t n,
 		   unsigned int flags)
