@@ -194,6 +194,7 @@ struct kfr_title_family {
 	const char *corpus;	/* the corpus case that exercises it */
 	const char *what;
 	bool form_only;		/* applies only to the forms that name it */
+	bool guilty_only;	/* STRIP rows: cut from the guilty frame's name */
 };
 struct kfr_title_form {
 	const char *detector;
@@ -205,6 +206,10 @@ struct kfr_title_form {
 const struct kfr_title_family *kfr_title_families(size_t *n);
 const struct kfr_title_form *kfr_title_forms(size_t *n);
 bool kfr_frame_skipped(const char *function);
+/* The guilty frame when every frame is a helper (syzkaller's word) */
+#define KFR_CORRUPTED "corrupted"
+/* A guilty frame's name in a title: "__x64_sys_f" -> "sys_f", "SyS_f" -> "f" */
+const char *kfr_title_name(const char *function, int *family);
 /* The function of a frame as printed: "? f.isra.0+0x1/0x2 [m id]" -> "f" */
 size_t kfr_frame_function(const char *frame, char *buf, size_t size);
 void kfr_set_titles(struct kfr_report *r);

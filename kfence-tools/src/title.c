@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXACT, PREFIX, SUFFIX, SUB };
-enum { SCOPE_ALL, SCOPE_FORM };
+enum { EXACT, PREFIX, SUFFIX, SUB, STRIP };
+enum { SCOPE_ALL, SCOPE_FORM, SCOPE_GUILTY };
 
 /* The families of title-rules.def, as bit numbers. */
 enum family {
@@ -44,7 +44,8 @@ static const struct skip_rule {
 };
 
 static const struct kfr_title_family families[] = {
-#define FAMILY(id, scope, corpus, what) { #id, corpus, what, SCOPE_##scope == SCOPE_FORM },
+#define FAMILY(id, scope, corpus, what) { #id, corpus, what, SCOPE_##scope == SCOPE_FORM, \
+						 SCOPE_##scope == SCOPE_GUILTY },
 #define SKIP(family, how, text)
 #define FORM(det, type, fmt, extra, corpus)
 #include "title-rules.def"
@@ -137,7 +138,8 @@ static int match_rules(const char *fn, size_t fl, int extra)
 	for (size_t i = 0; i < N_SKIP; i++) {
 		const struct skip_rule *k = &skip_rules[i];
 
-		if (families[k->family].form_only && k->family != extra)
+		if ((families[k->family].form_only && k->family != extra) ||
+		    families[k->family].guilty_only)
 			continue;
 		if (rule_matches(k, fn, fl))
 			return k->family;
@@ -148,6 +150,32 @@ static int match_rules(const char *fn, size_t fl, int extra)
 bool kfr_frame_skipped(const char *fn)
 {
 	return skip_family(fn, F_NONE) >= 0;
+}
+
+/*
+ * The guilty frame's name as a title gives it: a syscall's entry prefix
+ * ("__x64_sys_", "__do_sys_", "SyS_", ...) cut, so that one syscall titles
+ * alike on every architecture and kernel version. Each STRIP row is tried
+ * on the whole name and the shortest result wins (so "__se_sys_f" gives
+ * "f", not "sys_f"). *@family: the family of the row used, -1 for none.
+ */
+const char *kfr_title_name(const char *fn, int *family)
+{
+	const char *best = fn;
+
+	*family = -1;
+	for (size_t i = 0; i < N_SKIP; i++) {
+		const struct skip_rule *k = &skip_rules[i];
+		size_t tl = strlen(k->text);
+
+		if (k->how != STRIP || strncmp(fn, k->text, tl) || !fn[tl])
+			continue;
+		if (fn + tl > best) {
+			best = fn + tl;
+			*family = k->family;
+		}
+	}
+	return best;
 }
 
 /*
@@ -195,6 +223,16 @@ static bool inline_frame(const char *f)
 	return n > 9 && !strcmp(f + n - 9, " [inline]");
 }
 
+static void set_guilty_name(struct kfr_report *r, const char *fn)
+{
+	int fam;
+	const char *name = kfr_title_name(fn, &fam);
+
+	if (fam >= 0)
+		r->title_families |= 1u << fam;
+	r->guilty = xstrdup(name);
+}
+
 /*
  * The frame to blame: the function the title line names, then each frame of
  * the stack, the first that no rule skips; never a "? " frame (the
@@ -221,24 +259,48 @@ static void set_guilty(struct kfr_report *r, int extra)
 			continue;
 		fam = skip_family(fn, extra);
 		if (fam < 0) {
-			r->guilty = xstrdup(fn);
+			set_guilty_name(r, fn);
 			return;
 		}
 		r->title_families |= 1u << fam;
 	}
-	/* no stack, or all of it skipped: the frame the title line named */
-	if (r->location) {
-		kfr_frame_function(r->location, fn, sizeof(fn));
-		r->guilty = xstrdup(fn);
-	}
+	/* every frame was a helper, or there was none of the report's own:
+	 * like syzkaller, "corrupted", which buckets apart from real frames
+	 */
+	if (r->location || r->stack.n)
+		r->guilty = xstrdup(KFR_CORRUPTED);
 }
+
+/*
+ * A form's bug type: the report's, "*" for any, or NO_DETAIL for a bad
+ * access whose detail line ("Read of size N ...") never came: syzkaller
+ * then titles the title line as printed (its function, no frame skipped).
+ */
+#define NO_DETAIL "!detail"
+
+static bool bad_free(const struct kfr_report *r);
 
 static bool form_fits(const struct kfr_title_form *f, const struct kfr_report *r)
 {
 	const char *det = r->detector ? r->detector : "kfence";
 
-	return !strcmp(f->detector, det) &&
-	       (!strcmp(f->bug_type, "*") || (r->kind && !strcmp(f->bug_type, r->kind)));
+	if (strcmp(f->detector, det))
+		return false;
+	if (!strcmp(f->bug_type, NO_DETAIL))
+		return !r->access && r->location && r->kind && !bad_free(r);
+	return !strcmp(f->bug_type, "*") || (r->kind && !strcmp(f->bug_type, r->kind));
+}
+
+/* An invalid or double free, as opposed to a bad access. */
+static bool bad_free(const struct kfr_report *r)
+{
+	bool kasan = r->detector && !strcmp(r->detector, "kasan");
+	size_t kl = r->kind ? strlen(r->kind) : 0;
+
+	if (!kasan)
+		return r->kind && !strcmp(r->kind, "invalid-free");
+	return kl >= 5 && !strcmp(r->kind + kl - 5, "-free") &&
+	       !strstr(r->kind, "use-after-free");
 }
 
 static void put(char *buf, size_t size, size_t *len, const char *s)
@@ -249,7 +311,10 @@ static void put(char *buf, size_t size, size_t *len, const char *s)
 		*len = *len + (size_t)n < size ? *len + (size_t)n : size - 1;
 }
 
-/* Expand a form: %k bug type, %A Read/Write, %a read/write, %g guilty. */
+/*
+ * Expand a form: %k bug type, %A Read/Write, %a read/write, %g guilty, %z
+ * " at addr ADDR" when the title line carried the address (before 4.12).
+ */
 static void expand(const char *fmt, const struct kfr_report *r, char *buf, size_t size)
 {
 	size_t len = 0;
@@ -271,6 +336,9 @@ static void expand(const char *fmt, const struct kfr_report *r, char *buf, size_
 		} else if (*c == 'a' || *c == 'A') {
 			if (len && buf[len - 1] == ' ')
 				buf[--len] = '\0';	/* no access: no word */
+		} else if (*c == 'z') {
+			if (r->address && !r->access)
+				put(buf, size, &len, " at addr ADDR");
 		} else if (*c == 'g' && r->guilty) {
 			put(buf, size, &len, r->guilty);
 		} else if (*c == 'g' && len >= 4 && !strcmp(buf + len - 4, " in ")) {
@@ -284,7 +352,6 @@ void kfr_set_titles(struct kfr_report *r)
 {
 	char buf[512];
 	bool kasan = r->detector && !strcmp(r->detector, "kasan");
-	bool is_free;
 	size_t i;
 
 	free(r->guilty);
@@ -296,17 +363,18 @@ void kfr_set_titles(struct kfr_report *r)
 		;
 	r->title_form = i < N_FORMS ? (int)i : -1;
 	/* KASAN's old "null-ptr-deref on address A" title names no frame */
-	if (!(kasan && !r->location))
+	if (i < N_FORMS && !strcmp(forms[i].bug_type, NO_DETAIL)) {
+		kfr_frame_function(r->location, buf, sizeof(buf));
+		r->guilty = xstrdup(buf);
+	} else if (!(kasan && !r->location)) {
 		set_guilty(r, i < N_FORMS ? forms[i].extra : F_NONE);
+	}
 	expand(i < N_FORMS ? forms[i].title : kasan ? "KASAN: %k %A in %g" :
 	       "KFENCE: %k %a in %g", r, buf, sizeof(buf));
 	r->title = xstrdup(buf);
 	if (!r->guilty)
 		return;
-	is_free = r->kind && (kasan ? strlen(r->kind) >= 5 &&
-			      !strcmp(r->kind + strlen(r->kind) - 5, "-free") &&
-			      !strstr(r->kind, "use-after-free") : !strcmp(r->kind, "invalid-free"));
-	snprintf(buf, sizeof(buf), "%s in %s", is_free ? "bad-free" : "bad-access", r->guilty);
+	snprintf(buf, sizeof(buf), "%s in %s", bad_free(r) ? "bad-free" : "bad-access", r->guilty);
 	r->bad_access = xstrdup(buf);
 }
 
@@ -354,8 +422,10 @@ void kfr_bucket(const struct kfr_report *r, int frames, char *buf, size_t size)
 		return;
 	/* start at the guilty frame: frames above it are helpers */
 	for (; i < r->stack.n; i++) {
+		int fam;
+
 		kfr_frame_function(r->stack.frames[i], fn, sizeof(fn));
-		if (!strcmp(fn, r->guilty))
+		if (!strcmp(kfr_title_name(fn, &fam), r->guilty))
 			break;
 	}
 	for (i++; i < r->stack.n && taken < frames - 1; i++, taken++) {
