@@ -5,10 +5,13 @@
  *
  * Minor mode keeps no page states of its own: libuffdminor's handler owns
  * them (fill-once, deferred completion).  The first fault on a page whose
- * content is not known good asks the source and returns UFFDM_FILL_LATER;
- * whatever makes a page good -- the stale list saying it is clean (the
- * background walker fills those runs), an answer, a pushed copy -- claims it,
- * writes it if there is data, hashes it for --verify and completes it.  A
+ * content is not known good asks the source and returns UFFDM_FILL_LATER:
+ * the request goes out at once when that cannot wait, else it is queued
+ * for the asker's sender thread (ask.c) -- a fault callback never waits for
+ * the urgent connection, a full socket or its send lock.  Whatever makes a
+ * page good -- the stale list saying it is clean (the background walker
+ * fills those runs), an answer, a pushed copy -- claims it, writes it if
+ * there is data, hashes it for --verify and completes it.  A
  * page is hashed exactly as the workload first sees it, and nothing unknown
  * is ever mapped.  Missing mode (the QEMU-style baseline) keeps a two-state
  * byte per page: stale until UFFDIO_COPY, then mapped.
@@ -53,7 +56,7 @@ struct dst {
 	struct lm_conn m, urg;
 	_Atomic uint8_t *st;		/* missing mode: M_* */
 	uint8_t *stale_bits;		/* the stale list */
-	_Atomic uint8_t *reqd;
+	struct lm_asker ask;		/* page requests on urg */
 	uint64_t *recv_hash, *vis_hash, *src_hash, *fault_t0;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -68,6 +71,7 @@ struct dst {
 	_Atomic uint64_t tick;		/* bumped by every step of progress after DONE */
 	atomic_uint phase;		/* enum lm_progress_phase */
 	atomic_uint_fast64_t mapped, faults, demand, nsamples;
+	_Atomic uint64_t cb_max_ns;	/* the longest fault callback (it must not wait) */
 	uint64_t *lat, *lat_t;		/* fault latency samples and when */
 	uint64_t t_resume, t_switch, t_hello, t_done, ops_resume;
 	uint64_t nstale;		/* from the stale list */
@@ -220,32 +224,46 @@ static void *walker(void *p)
 	return NULL;
 }
 
-static int request(struct dst *d, uint64_t i)
+/* Ask the source about page i, once, never waiting (ask.c). */
+static void request(struct dst *d, uint64_t i)
 {
-	uint8_t no = 0;
-	struct lm_req r = { .page = i };
+	if (lm_ask(&d->ask, i))
+		atomic_fetch_add(&d->demand, 1);
+}
 
-	if (!atomic_compare_exchange_strong(&d->reqd[i], &no, 1))
-		return 0;
-	atomic_fetch_add(&d->demand, 1);
-	if (!lm_send(&d->urg, LM_REQ, 0, &r, NULL, 0))
-		return 0;
+/*
+ * The asker's send failed (its send lock held): the link broke, or the
+ * peer took nothing for --timeout.  Its socket is shut down, so the
+ * receivers see the break; the pages are asked again after a rejoin.
+ */
+static void urgent_broke(void *arg, int err)
+{
+	struct dst *d = arg;
+
+	(void)err;
 	if (!atomic_load(&d->rejoinable))
-		return -EPIPE;
-	/* the link broke: asked again once the source has rejoined */
-	atomic_store(&d->reqd[i], 0);
-	return 0;
+		set_dead(d, d->urg.err);
+}
+
+/* The longest a fault callback took, for the report: it must not wait. */
+static void callback_took(struct dst *d, uint64_t t0)
+{
+	uint64_t ns = lm_now_ns() - t0, max = atomic_load(&d->cb_max_ns);
+
+	while (ns > max && !atomic_compare_exchange_weak(&d->cb_max_ns, &max, ns))
+		;
 }
 
 /*
  * Handler callback, once per page: the first fault on a page nothing has
- * made good yet.  Ask the source and let the answer complete it.
+ * made good yet.  Ask the source (never waiting: the handler's other
+ * faults would wait behind this one) and let the answer complete it.
  */
 static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 		       const struct uffdm_event *ev)
 {
 	struct dst *d = arg;
-	uint64_t i = off / d->page;
+	uint64_t i = off / d->page, t0 = lm_now_ns();
 
 	(void)r;
 	(void)ev;
@@ -253,11 +271,9 @@ static int minor_fault(void *arg, struct uffdm_region *r, size_t off,
 	if (atomic_load(&d->dead))
 		return -EIO;	/* never show the precopy copy */
 	/* --plot: this fault's latency, sampled when its page is completed */
-	__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
-	if (request(d, i)) {
-		set_dead(d, d->urg.err);
-		return -EIO;
-	}
+	__atomic_store_n(&d->fault_t0[i], t0, __ATOMIC_RELAXED);
+	request(d, i);
+	callback_took(d, t0);
 	return UFFDM_FILL_LATER;
 }
 
@@ -287,6 +303,7 @@ static void *missing_faults(void *p)
 		n = uffdm_events_read(d->u, ev, 16, UFFDM_READ_NONBLOCK);
 		for (int k = 0; k < n; k++) {
 			uint64_t i = (ev[k].addr - (uintptr_t)d->view) / d->page;
+			uint64_t t0 = lm_now_ns();
 
 			if (ev[k].kind != UFFDM_EVENT_MISSING || i >= d->npages)
 				continue;
@@ -295,10 +312,11 @@ static void *missing_faults(void *p)
 				uffdm_wake(d->u, d->view + i * d->page, d->page);
 				continue;
 			}
-			__atomic_store_n(&d->fault_t0[i], lm_now_ns(), __ATOMIC_RELAXED);
-			/* the copy of the answer, or of the push, wakes it */
-			if (request(d, i))
-				set_dead(d, d->urg.err);
+			__atomic_store_n(&d->fault_t0[i], t0, __ATOMIC_RELAXED);
+			/* the copy of the answer, or of the push, wakes it; the
+			 * faults after it in ev[] do not wait for the request */
+			request(d, i);
+			callback_took(d, t0);
 		}
 	}
 	return NULL;
@@ -483,9 +501,8 @@ static bool page_wanted(struct dst *d, uint64_t i)
 static void ask_again(struct dst *d)
 {
 	for (uint64_t i = 0; d->o->mode == LM_MODE_MINOR && i < d->npages; i++)
-		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED &&
-		    request(d, i))
-			return;
+		if (uffdm_region_page_state(d->r, i * d->page) == UFFDM_PAGE_DEFERRED)
+			request(d, i);
 }
 
 /* Pages this destination still lacks, for a rejoining source. */
@@ -505,8 +522,9 @@ static int send_need(struct dst *d)
 		for (uint64_t k = 0; k < n; k++) {
 			if (page_wanted(d, first + k)) {
 				bit_set(b, k);
-				/* unanswered requests are asked again */
-				atomic_store(&d->reqd[first + k], 0);
+				/* sent, unanswered: asked again (queued ones go out
+				 * on the new link as they are) */
+				lm_asker_forget(&d->ask, first + k);
 			}
 		}
 		ret = lm_send(&d->m, LM_NEED, first + n >= d->npages ? LM_F_LAST : 0, &nf, b,
@@ -538,6 +556,8 @@ static int rejoin(struct dst *d)
 		pthread_join(d->urg_tid, NULL);
 		d->urg_running = false;
 	}
+	/* requests queue up until the new link is in (NEED first) */
+	lm_asker_down(&d->ask);
 	/* a pair that breaks before NEED is through: wait for the next */
 	for (;;) {
 		uint64_t now = lm_now_ns();
@@ -565,6 +585,7 @@ static int rejoin(struct dst *d)
 		return -EAGAIN;
 	d->urg_running = true;
 	d->rejoins++;
+	lm_asker_up(&d->ask);
 	ask_again(d);
 	wake_all(d);
 	fprintf(stderr, "lm: destination: the source rejoined %.1f ms after the break\n",
@@ -665,6 +686,8 @@ static int prepare_postcopy(struct dst *d)
 		if (lm_thread_start(&d->urg_tid, urgent_rx, d))
 			return -EAGAIN;
 		d->urg_running = true;
+		if (lm_asker_start(&d->ask))
+			return -EAGAIN;
 	}
 	/* thread creation is slow under TCG: not at the switch-over */
 	d->wl.rate = d->o->wl.rate;
@@ -898,6 +921,9 @@ static void stop_threads(struct dst *d)
 		shutdown(d->urg.fd, SHUT_RDWR);
 		pthread_join(d->urg_tid, NULL);
 	}
+	/* no fault asks any more; requests still queued for a stopped peer
+	 * (their pages came by push) fail at once on the shut socket */
+	lm_asker_stop(&d->ask);
 	if (d->sample_running)
 		pthread_join(d->sample_tid, NULL);
 	d->walk_running = d->fault_running = d->urg_running = d->sample_running = false;
@@ -1050,6 +1076,10 @@ static int finish(struct dst *d)
 	/* minor: fault messages; the callback runs once per page */
 	rep.faults = d->o->mode == LM_MODE_MINOR ? d->hst.messages : atomic_load(&d->faults);
 	rep.faults_demand = atomic_load(&d->demand);
+	rep.callback_max_ns = atomic_load(&d->cb_max_ns);
+	rep.asks_direct = atomic_load(&d->ask.direct);
+	rep.asks_queued = atomic_load(&d->ask.queued);
+	rep.asks_full = atomic_load(&d->ask.full);
 	latency(d, &rep);
 	lm_report_print(&rep, d->o);
 	if (d->o->plot) {
@@ -1229,14 +1259,14 @@ static int setup(struct dst *d)
 	d->g = (struct lm_geom){ .npages = d->npages, .page_size = (uint32_t)d->page };
 	d->st = calloc(d->npages, 1);
 	d->stale_bits = calloc(1, (d->npages + 7) / 8);
-	d->reqd = calloc(d->npages, 1);
 	d->recv_hash = calloc(d->npages, 8);
 	d->vis_hash = calloc(d->npages, 8);
 	d->src_hash = calloc(d->npages, 8);
 	d->fault_t0 = calloc(d->npages, 8);
 	d->lat = calloc(MAX_SAMPLES, 8);
 	d->lat_t = calloc(MAX_SAMPLES, 8);
-	if (!d->st || !d->stale_bits || !d->reqd || !d->recv_hash || !d->vis_hash || !d->src_hash ||
+	if (lm_asker_init(&d->ask, &d->urg, d->npages, urgent_broke, d) ||
+	    !d->st || !d->stale_bits || !d->recv_hash || !d->vis_hash || !d->src_hash ||
 	    !d->fault_t0 || !d->lat || !d->lat_t)
 		return -ENOMEM;
 	/* the whole region in the page cache: the precopy writes it anyway */

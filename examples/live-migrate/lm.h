@@ -132,6 +132,46 @@ int lm_track_collect(struct lm_tracker *t, uint8_t *bitmap, bool last);
 bool lm_track_needs_quiesce(const struct lm_tracker *t);
 void lm_track_stop(struct lm_tracker *t);
 
+/* ---- ask.c: the destination's page requests, never waited for ---------- */
+
+/* a page's request: none, queued (or going out), sent on the current link */
+enum { LM_ASK_NO, LM_ASK_QUEUED, LM_ASK_SENT };
+
+struct lm_asker {
+	struct lm_conn *c;		/* the urgent connection */
+	uint64_t npages;
+	_Atomic uint8_t *st;		/* per page: LM_ASK_* */
+	_Atomic uint64_t *ring;		/* npages slots: page + 1, 0 free */
+	_Atomic uint64_t head, tail;	/* the sender takes at head */
+	_Atomic uint32_t wake;		/* futex word: moves on every kick */
+	atomic_int sleeping, stop;
+	atomic_int up;			/* the link is up: send */
+	atomic_int flush;		/* a frame's tail waits in c->pend */
+	pthread_t tid;
+	bool running;
+	/* a send failed (send lock held): the link is down until lm_asker_up */
+	void (*broke)(void *arg, int err);
+	void *arg;
+	/* requests sent by the asking thread, queued for the sender; how often
+	 * the socket was full for one; writes of the sender; links broken */
+	atomic_uint_fast64_t direct, queued, full, batches, breaks;
+};
+
+int lm_asker_init(struct lm_asker *a, struct lm_conn *c, uint64_t npages,
+		  void (*broke)(void *arg, int err), void *arg);
+int lm_asker_start(struct lm_asker *a);
+void lm_asker_stop(struct lm_asker *a);
+/* Ask the source about page i, unless it was and is not forgotten: never
+ * waits.  Whether this call asked. */
+bool lm_ask(struct lm_asker *a, uint64_t i);
+/* The link is down: nothing goes out until lm_asker_up; on return no send
+ * is under way (shut the socket down first, or this waits for it). */
+void lm_asker_down(struct lm_asker *a);
+void lm_asker_up(struct lm_asker *a);
+/* Page i's request went out on a link now gone: it may be asked again
+ * (queued ones go out on the next link).  Whether it had been sent. */
+bool lm_asker_forget(struct lm_asker *a, uint64_t i);
+
 /* ---- options and report ------------------------------------------------ */
 
 struct lm_opts {
@@ -179,6 +219,9 @@ struct lm_report {
 	double downtime_est_ms, transit_est_ms;
 	uint64_t faults, faults_demand;
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
+	uint64_t callback_max_ns;	/* the longest fault callback (postcopy modes) */
+	/* requests sent by the fault, or by the sender; how often the socket was full */
+	uint64_t asks_direct, asks_queued, asks_full;
 	uint64_t verified, mismatched;
 	bool verify, invariants_ok, clocks_shared;
 };

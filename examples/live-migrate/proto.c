@@ -461,32 +461,60 @@ static void pace_wait(uint64_t done)
 		lm_sleep_until(done);
 }
 
+/* When n bytes started at start would have left (l->bps set). */
+static uint64_t wire_done(const struct lm_link *l, uint64_t start, size_t n)
+{
+	return start + (uint64_t)((double)n * 1e9 / (double)l->bps);
+}
+
 /*
- * Reserve the wire for n bytes; return when they would have left.  An
- * urgent frame does not wait for the bulk already queued: on a real link
- * its packets interleave with the other connection's, so it only pushes
- * the bulk back by its own length.
+ * Reserve the wire for n bytes (l->lock held); when they will have left.
+ * An urgent frame does not wait for the bulk already queued: on a real
+ * link its packets interleave with the other connection's, so it only
+ * pushes the bulk back by its own length.
  */
+static uint64_t link_reserve(struct lm_link *l, uint64_t now, size_t n, bool urgent)
+{
+	uint64_t start = l->free_at_ns > now && !urgent ? l->free_at_ns : now;
+	uint64_t done = wire_done(l, start, n);
+
+	if (urgent && l->free_at_ns > now)
+		l->free_at_ns += done - now;
+	else
+		l->free_at_ns = done;
+	return done;
+}
+
+/* Reserve the wire for n bytes; return when they would have left. */
 static void link_pace(struct lm_link *l, size_t n, bool urgent)
 {
-	uint64_t now, start, done;
+	uint64_t done;
 
 	if (!l || !l->bps)
 		return;
 	pthread_mutex_lock(&l->lock);
-	now = lm_now_ns();
-	start = l->free_at_ns > now && !urgent ? l->free_at_ns : now;
-	if (urgent && l->free_at_ns > now) {
-		done = now + (uint64_t)((double)n * 1e9 / (double)l->bps);
-		l->free_at_ns += done - now;
-		pthread_mutex_unlock(&l->lock);
-		pace_wait(done);
-		return;
-	}
-	done = start + (uint64_t)((double)n * 1e9 / (double)l->bps);
-	l->free_at_ns = done;
+	done = link_reserve(l, lm_now_ns(), n, urgent);
 	pthread_mutex_unlock(&l->lock);
 	pace_wait(done);
+}
+
+/* link_pace for a sender that must not wait: false, nothing reserved, when it would. */
+static bool link_pace_nowait(struct lm_link *l, size_t n, bool urgent)
+{
+	uint64_t now;
+	bool ok;
+
+	if (!l || !l->bps)
+		return true;
+	if (pthread_mutex_trylock(&l->lock))
+		return false;
+	now = lm_now_ns();
+	ok = wire_done(l, urgent || l->free_at_ns <= now ? now : l->free_at_ns, n) <=
+	     now + LM_PACE_MIN_SLEEP_NS;
+	if (ok)
+		link_reserve(l, now, n, urgent);
+	pthread_mutex_unlock(&l->lock);
+	return ok;
 }
 
 int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *link,
@@ -515,6 +543,7 @@ void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32])
 		close(c->fd);
 	c->fd = fd;
 	c->err[0] = 0;
+	c->pend_len = 0;	/* the old stream's */
 	/* sealed before any sender can see the new socket */
 	seal_locked(c, k, false);
 	pthread_mutex_unlock(&c->wlock);
@@ -611,8 +640,56 @@ static int write_all(int fd, struct iovec *iov, int n, int timeout_ms)
 	return 0;
 }
 
-int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
-	    const void *data, size_t data_len)
+void lm_conn_lock(struct lm_conn *c)
+{
+	pthread_mutex_lock(&c->wlock);
+}
+
+bool lm_conn_trylock(struct lm_conn *c)
+{
+	return !pthread_mutex_trylock(&c->wlock);
+}
+
+void lm_conn_unlock(struct lm_conn *c)
+{
+	pthread_mutex_unlock(&c->wlock);
+}
+
+/* ret, with c->err saying what failed sending what. */
+static int send_result(struct lm_conn *c, const char *what, int ret)
+{
+	if (ret == -ECANCELED)
+		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
+	else if (ret == -ETIMEDOUT)
+		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: the peer took "
+			 "nothing for %d ms (stopped or unreachable)", c->name, what,
+			 c->tx_timeout_ms);
+	else if (ret)
+		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: %s", c->name,
+			 what, strerror(-ret));
+	return ret;
+}
+
+/* iov[0..n), len bytes of whole frames, after what a nowait send left. */
+static int write_frames(struct lm_conn *c, const struct iovec *iov, int n, size_t len)
+{
+	struct iovec all[5];
+	int k = 0, ret;
+
+	if (c->pend_len)
+		all[k++] = (struct iovec){ c->pend, c->pend_len };
+	if (n)
+		memcpy(all + k, iov, (size_t)n * sizeof(*iov));
+	ret = write_all(c->fd, all, k + n, c->tx_timeout_ms);
+	if (!ret) {
+		c->pend_len = 0;
+		c->tx_bytes += len;
+	}
+	return ret;
+}
+
+int lm_send_locked(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
+		   const void *data, size_t data_len)
 {
 	size_t fl = lm_fixed_len(type);
 	struct lm_hdr h = {
@@ -625,13 +702,9 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 		{ &h, sizeof(h) }, { (void *)fixed, fl }, { (void *)data, data_len },
 		{ tag, sizeof(tag) },
 	};
-	int ret;
 
-	if (lm_interrupted) {
-		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
-		return -ECANCELED;
-	}
-	pthread_mutex_lock(&c->wlock);
+	if (lm_interrupted)
+		return send_result(c, lm_type_name(type), -ECANCELED);
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
 	h.seq = c->seq++;
 	h.ts_ns = lm_now_ns();
@@ -651,20 +724,113 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 		iov[2] = iov[3];
 		n = 3;
 	}
-	ret = write_all(c->fd, iov, n, c->tx_timeout_ms);
-	if (!ret)
-		c->tx_bytes += sizeof(h) + fl + data_len + (c->sealed ? LM_TAGLEN : 0);
+	return send_result(c, lm_type_name(type),
+			   write_frames(c, iov, n, sizeof(h) + fl + data_len +
+					(c->sealed ? LM_TAGLEN : 0)));
+}
+
+int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
+	    const void *data, size_t data_len)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->wlock);
+	ret = lm_send_locked(c, type, flags, fixed, data, data_len);
 	pthread_mutex_unlock(&c->wlock);
-	if (ret == -ECANCELED)
-		snprintf(c->err, sizeof(c->err), "%s connection: interrupted", c->name);
-	else if (ret == -ETIMEDOUT)
-		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: the peer took "
-			 "nothing for %d ms (stopped or unreachable)", c->name, lm_type_name(type),
-			 c->tx_timeout_ms);
-	else if (ret)
-		snprintf(c->err, sizeof(c->err), "%s connection: sending %s: %s", c->name,
-			 lm_type_name(type), strerror(-ret));
 	return ret;
+}
+
+/*
+ * One whole frame into out -- header with this seq and the time, fixed
+ * part, data, the MAC when sealed -- for the callers that send bytes
+ * already built: its length, 0 when it is longer than cap.
+ */
+static size_t frame_build(const struct lm_conn *c, uint8_t *out, size_t cap, uint32_t seq,
+			  unsigned int type, unsigned int flags, const void *fixed,
+			  const void *data, size_t data_len)
+{
+	size_t fl = lm_fixed_len(type);
+	struct lm_hdr h = {
+		.magic = LM_MAGIC, .type = type, .flags = flags,
+		.len = (uint32_t)(fl + data_len), .seq = seq, .ts_ns = lm_now_ns(),
+	};
+	size_t len = sizeof(h) + fl + data_len;
+	struct iovec body = { out + sizeof(h), fl + data_len };
+
+	if (len + (c->sealed ? LM_TAGLEN : 0) > cap)
+		return 0;
+	memcpy(out, &h, sizeof(h));
+	if (fl)
+		memcpy(out + sizeof(h), fixed, fl);
+	if (data_len)
+		memcpy(out + sizeof(h) + fl, data, data_len);
+	if (!c->sealed)
+		return len;
+	frame_tag(out + len, c->tx_key, &h, &body, 1);
+	return len + LM_TAGLEN;
+}
+
+int lm_send_many_locked(struct lm_conn *c, unsigned int type, unsigned int flags,
+			const void *fixed, size_t stride, unsigned int n)
+{
+	size_t wire = sizeof(struct lm_hdr) + lm_fixed_len(type);
+	size_t one = wire + (c->sealed ? LM_TAGLEN : 0), len = 0;
+	struct iovec iov;
+
+	if (lm_interrupted)
+		return send_result(c, lm_type_name(type), -ECANCELED);
+	if (!c->txbuf || one * n > LM_MAX_PAYLOAD)
+		return send_result(c, lm_type_name(type), -EMSGSIZE);
+	link_pace(c->link, wire * n, c->urgent);
+	for (unsigned int k = 0; k < n; k++)
+		len += frame_build(c, c->txbuf + len, one, c->seq++, type, flags,
+				   (const uint8_t *)fixed + k * stride, NULL, 0);
+	iov = (struct iovec){ c->txbuf, len };
+	return send_result(c, lm_type_name(type), write_frames(c, &iov, 1, len));
+}
+
+size_t lm_nowait_max;
+
+int lm_send_nowait_locked(struct lm_conn *c, unsigned int type, unsigned int flags,
+			  const void *fixed, const void *data, size_t data_len)
+{
+	uint8_t frame[LM_PEND_MAX];
+	size_t len;
+	ssize_t w;
+
+	if (lm_interrupted)
+		return send_result(c, lm_type_name(type), -ECANCELED);
+	if (c->pend_len)
+		return -EBUSY;		/* behind the rest of the last one */
+	len = frame_build(c, frame, sizeof(frame), c->seq, type, flags, fixed, data, data_len);
+	if (!len)
+		return send_result(c, lm_type_name(type), -EMSGSIZE);
+	if (!link_pace_nowait(c->link, sizeof(struct lm_hdr) + lm_fixed_len(type) + data_len,
+			      c->urgent))
+		return -EBUSY;
+	do
+		w = send(c->fd, frame, lm_nowait_max && lm_nowait_max < len ? lm_nowait_max : len,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -EAGAIN;
+	if (w < 0)
+		return send_result(c, lm_type_name(type), -errno);
+	/* some of it is on the wire: the frame exists, its seq is used */
+	c->seq++;
+	c->tx_bytes += len;
+	if ((size_t)w == len)
+		return 0;
+	memcpy(c->pend, frame + w, len - (size_t)w);
+	c->pend_len = len - (size_t)w;
+	return 1;
+}
+
+int lm_flush_locked(struct lm_conn *c)
+{
+	if (!c->pend_len)
+		return 0;
+	return send_result(c, "the rest of a frame", write_frames(c, NULL, 0, 0));
 }
 
 /* Read exactly n bytes; -EPIPE on EOF, -ETIMEDOUT when idle too long. */

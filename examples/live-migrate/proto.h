@@ -18,6 +18,7 @@
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
 #define LM_MAX_NPAGES	(1ull << 32)
+#define LM_PEND_MAX	128		/* lm_send_nowait_locked's largest frame */
 
 enum lm_type {
 	LM_HELLO = 1,	/* src -> dst: geometry; flags URGENT on the 2nd conn */
@@ -268,6 +269,10 @@ struct lm_conn {
 	uint64_t tx_bytes, rx_bytes;
 	uint8_t *buf;		/* LM_MAX_PAYLOAD */
 	uint8_t *txbuf;		/* LM_MAX_PAYLOAD: what a sealed frame's MAC covers */
+	/* the tail of a frame lm_send_nowait_locked() could not write whole:
+	 * the next write sends it first (never a partial frame) */
+	uint8_t pend[LM_PEND_MAX];
+	size_t pend_len;
 	char err[160];
 };
 
@@ -297,6 +302,34 @@ void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source);
 bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
 	    const void *data, size_t data_len);
+/*
+ * The send lock, for callers that must not wait for it (trylock: true when
+ * taken) or send several frames under one hold.  The *_locked calls need it.
+ */
+void lm_conn_lock(struct lm_conn *c);
+bool lm_conn_trylock(struct lm_conn *c);
+void lm_conn_unlock(struct lm_conn *c);
+int lm_send_locked(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
+		   const void *data, size_t data_len);
+/* n frames of one type without data, fixed part k at fixed + k * stride,
+ * sealed in sequence and written in one go, waiting like lm_send. */
+int lm_send_many_locked(struct lm_conn *c, unsigned int type, unsigned int flags,
+			const void *fixed, size_t stride, unsigned int n);
+/*
+ * A small frame (LM_PEND_MAX bytes at most), never waiting: when it cannot
+ * go at once it does not exist, its seq is not used: -EAGAIN, the socket is
+ * full; -EBUSY, bytes are still pending or pacing would sleep.  0 when it went out
+ * whole; 1 when the socket took part of it: the rest is kept and goes ahead
+ * of the next frame, so a thread that may wait must lm_flush_locked() soon.
+ * Another -errno: the connection is broken, nothing was written.
+ */
+int lm_send_nowait_locked(struct lm_conn *c, unsigned int type, unsigned int flags,
+			  const void *fixed, const void *data, size_t data_len);
+/* Tests: lm_send_nowait_locked() writes at most this much at once (0: no
+ * cap), to take the partial-frame path a full socket takes rarely. */
+extern size_t lm_nowait_max;
+/* Write what lm_send_nowait_locked() left, waiting like lm_send. */
+int lm_flush_locked(struct lm_conn *c);
 /* 0 with f filled (valid until the next recv), -errno with c->err set. */
 int lm_recv(struct lm_conn *c, const struct lm_geom *g, struct lm_frame *f);
 

@@ -55,6 +55,11 @@ static void table(const struct lm_report *r)
 	printf("fault latency        p50 %.1f us, p99 %.1f us, max %.1f us\n",
 	       (double)r->lat_p50_ns / 1e3, (double)r->lat_p99_ns / 1e3,
 	       (double)r->lat_max_ns / 1e3);
+	if (r->mode != LM_MODE_STOPCOPY)
+		printf("fault callback       longest %.1f us (never waits); requests %llu sent at "
+		       "once, %llu queued for the sender (a full socket %llu times)\n",
+		       (double)r->callback_max_ns / 1e3, (unsigned long long)r->asks_direct,
+		       (unsigned long long)r->asks_queued, (unsigned long long)r->asks_full);
 	printf("workload             %.0f ops/s before, %.0f ops/s after resume\n",
 	       r->ops_before, r->ops_after);
 	printf("verify               %s\n", !r->verify ? "off (invariants only)" :
@@ -85,11 +90,14 @@ static void json(const struct lm_report *r)
 	       (unsigned long long)s->pages_push, (unsigned long long)s->pages_demand,
 	       (unsigned long long)s->requests, (unsigned long long)s->rounds + 1);
 	printf("\"faults\":%llu,\"faults_demand\":%llu,\"fault_latency_ns\":{\"p50\":%llu,"
-	       "\"p99\":%llu,\"max\":%llu},\"ops_per_s_before\":%.0f,\"ops_per_s_after\":%.0f,"
+	       "\"p99\":%llu,\"max\":%llu},\"callback_max_ns\":%llu,"
+	       "\"requests_queued\":%llu,\"urgent_socket_full\":%llu,\"ops_per_s_before\":%.0f,\"ops_per_s_after\":%.0f,"
 	       "\"verify\":%s,\"mismatched\":%llu,\"invariants_ok\":%s,\"clocks_shared\":%s}\n",
 	       (unsigned long long)r->faults, (unsigned long long)r->faults_demand,
 	       (unsigned long long)r->lat_p50_ns, (unsigned long long)r->lat_p99_ns,
-	       (unsigned long long)r->lat_max_ns, r->ops_before, r->ops_after,
+	       (unsigned long long)r->lat_max_ns, (unsigned long long)r->callback_max_ns,
+	       (unsigned long long)r->asks_queued, (unsigned long long)r->asks_full,
+	       r->ops_before, r->ops_after,
 	       r->verify ? "true" : "false", (unsigned long long)r->mismatched,
 	       r->invariants_ok ? "true" : "false", r->clocks_shared ? "true" : "false");
 }
