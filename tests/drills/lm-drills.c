@@ -267,7 +267,7 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	snprintf(r.dest, sizeof(r.dest), "%s", daddr);
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
-				     "--verify", "--timeout", "1500", "--rejoin", "6000", "--size", "4M",
+				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
 				     NULL };
 
 		d = lmt_spawn(DERR, NULL, da);
@@ -278,7 +278,7 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	r.lfd = lmt_listener(raddr, sizeof(raddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", raddr, "--mode", mode,
-				     "--verify", "--timeout", "1500", "--rejoin", "6000", "--size", "4M",
+				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
 				     "--stale", "0.5", "--bandwidth", "100M", "--precopy", "0.2",
 				     "--after", "0.3", "--rounds", "2", NULL };
 
