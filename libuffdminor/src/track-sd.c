@@ -101,8 +101,16 @@ static int probe(int pagemap_fd, size_t page)
  */
 int uffdm__sd_usable(int pagemap_fd, size_t page)
 {
-	unsigned int i = (unsigned int)__builtin_ctzl(page);
-	int v = __atomic_load_n(&verdict[i], __ATOMIC_ACQUIRE);
+	unsigned int i;
+	int v;
+
+	/* a power of two (the caller checked); the bound is for the compiler */
+	if (!page)
+		return -EINVAL;
+	i = (unsigned int)__builtin_ctzl(page);
+	if (i >= sizeof(verdict) / sizeof(verdict[0]))
+		return -EINVAL;
+	v = __atomic_load_n(&verdict[i], __ATOMIC_ACQUIRE);
 
 	if (!v) {
 		v = probe(pagemap_fd, page);
