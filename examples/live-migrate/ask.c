@@ -167,6 +167,15 @@ void lm_asker_stop(struct lm_asker *a)
 	a->running = false;
 }
 
+void lm_asker_free(struct lm_asker *a)
+{
+	lm_asker_stop(a);
+	free(a->st);
+	free(a->ring);
+	a->st = NULL;
+	a->ring = NULL;
+}
+
 /* Out now, if that cannot wait: nothing queued ahead, the lock free, the socket willing. */
 static bool send_now(struct lm_asker *a, uint64_t i)
 {

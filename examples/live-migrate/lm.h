@@ -161,6 +161,8 @@ int lm_asker_init(struct lm_asker *a, struct lm_conn *c, uint64_t npages,
 		  void (*broke)(void *arg, int err), void *arg);
 int lm_asker_start(struct lm_asker *a);
 void lm_asker_stop(struct lm_asker *a);
+/* Stopped, and its arrays freed. */
+void lm_asker_free(struct lm_asker *a);
 /* Ask the source about page i, unless it was and is not forgotten: never
  * waits.  Whether this call asked. */
 bool lm_ask(struct lm_asker *a, uint64_t i);

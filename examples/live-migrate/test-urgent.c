@@ -295,13 +295,14 @@ static void read_requests(struct lm_conn *rx, uint64_t n)
 	}
 }
 
-/* Each page's request went out, nothing more is queued. */
+/* Each page's request went out, nothing more is queued; then freed. */
 static void all_sent(struct lm_asker *a, uint64_t n)
 {
 	lm_asker_stop(a);
 	assert_int_equal(atomic_load(&a->head), atomic_load(&a->tail));
 	for (uint64_t i = 0; i < n; i++)
 		assert_int_equal(atomic_load(&a->st[i]), LM_ASK_SENT);
+	lm_asker_free(a);
 }
 
 static void test_asks_never_wait(void **state)
