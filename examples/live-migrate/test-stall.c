@@ -65,6 +65,15 @@ static void stopped_then_exit(struct run *r, pid_t stopped, pid_t other, int *ot
 	int st;
 
 	assert_int_equal(waitpid(stopped, &st, WUNTRACED), stopped);
+	if (!WIFSTOPPED(st)) {
+		/* it ended before its phase: say how, with both sides' words */
+		print_message("# the %s did not stop itself: %s %d\n",
+			      stopped == r->s ? "source" : "destination",
+			      WIFEXITED(st) ? "exit" : "signal",
+			      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		lmt_file_has(SERR, "@");
+		lmt_file_has(DERR, "@");
+	}
 	assert_true(WIFSTOPPED(st));
 	r->t_stop = lmt_now();
 	*other_rc = lmt_status(other);
