@@ -58,6 +58,18 @@ static bool slurp(const char *path, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * A file's text as TAP comments, a line each (run-guest shows them for a
+ * failing case). cmocka's print_message cuts a message at 1 KiB, newline
+ * and all: one whole file in one message glued the next result line onto
+ * its last, and the guest's parser lost that result.
+ */
+static void print_lines(char *buf)
+{
+	for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		print_message("#   %.900s\n", l);
+}
+
 /* Each child's stderr file, for lmt_expect's report. */
 static struct {
 	pid_t pid;
@@ -114,9 +126,7 @@ bool lmt_expect(pid_t pid, int want)
 	print_message("# lm (pid %d) exited %d, not %d\n", (int)pid, got, want);
 	if (errfile && slurp(errfile, buf, sizeof(buf))) {
 		print_message("# its stderr (%s):\n", errfile);
-		/* as TAP comments, which run-guest shows for a failing case */
-		for (char *save, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-			print_message("#   %s\n", l);
+		print_lines(buf);
 	}
 	return false;
 }
@@ -129,8 +139,10 @@ bool lmt_file_has(const char *path, const char *word)
 	if (!slurp(path, buf, sizeof(buf)))
 		return false;
 	found = strstr(buf, word) != NULL;
-	if (!found)
-		print_message("# %s lacks '%s':\n%s\n", path, word ? word : "", buf);
+	if (!found) {
+		print_message("# %s lacks '%s':\n", path, word ? word : "");
+		print_lines(buf);
+	}
 	return found;
 }
 
