@@ -50,14 +50,18 @@ check "fanwatch: a normal user watches a tree" sh -c '
 		fanwatch -m -r -q --format "%e %w%f" /tmp/w >/tmp/fw.out 2>/tmp/fw.err &
 	pid=$!
 	i=0
-	while [ $i -lt 100 ] && ! grep -q . /tmp/fw.err 2>/dev/null && [ ! -s /tmp/fw.out ]; do
+	# Until a CREATE shows: the first line may be another event of a
+	# touch that raced the watches being set up.
+	while [ $i -lt 100 ] && ! grep -q . /tmp/fw.err 2>/dev/null &&
+		! grep -q "CREATE /tmp/w/sub/f" /tmp/fw.out 2>/dev/null; do
 		setpriv --reuid=65534 --regid=65534 --clear-groups touch /tmp/w/sub/f$i
 		i=$((i + 1))
 		sleep 0.1
 	done
 	kill $pid; wait $pid 2>/dev/null
 	cat /tmp/fw.err >&2
-	grep -q "CREATE /tmp/w/sub/f" /tmp/fw.out'
+	grep -q "CREATE /tmp/w/sub/f" /tmp/fw.out ||
+		{ echo "no CREATE in $i touches; fanwatch printed:"; head -5 /tmp/fw.out; exit 1; }'
 check "fanwatch: man page and completion" \
 	test -f /usr/share/man/man1/fanwatch.1.gz -a -f /usr/share/bash-completion/completions/fanwatch
 
