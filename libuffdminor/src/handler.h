@@ -72,6 +72,5 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 			 const struct uffdm_handler_config *cfg);
 int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
 int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
-uint64_t uffdm__now_ns(void);
 
 #endif

@@ -21,6 +21,22 @@ struct uffdm {
 	int fence_fd;
 };
 
+/*
+ * The end of a region's shared page states (uffdm_region_state_fd()): its
+ * shape, the fault messages every server of the region began and ended serving, and
+ * the deferred pages it completed.  The VMM's watchdog (watchdog.c) reads
+ * them: a fault begun and not ended is in a server's hands; ended or
+ * completed moving is the server alive.  When it has asked (first_ns 0),
+ * the next server to serve a fault stamps the time there, once.
+ */
+struct uffdm_state_tail {
+	uint64_t pages, page;	/* whose states these are: checked on adoption */
+	uint64_t begun;
+	uint64_t ended;
+	uint64_t completed;
+	uint64_t first_ns;	/* 0: the watchdog asks when a fault is next served */
+};
+
 struct uffdm_region {
 	int fd;
 	enum uffdm_backing backing;
@@ -59,6 +75,8 @@ struct uffdm_region {
 	/* 0.3: pstate lives in this memfd (uffdm_region_state_fd/adopt_state), mapped shared */
 	int state_fd;
 	bool state_shared;
+	/* in the shared states, after the words: what servers did, for a watchdog */
+	struct uffdm_state_tail *tail;
 	bool rewake;		/* taken over: wake the dead server's waiters when served */
 };
 
@@ -94,6 +112,8 @@ int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
 /* thread.c: a library thread, with every signal blocked */
 int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
+/* CLOCK_MONOTONIC in ns (handler.c) */
+uint64_t uffdm__now_ns(void);
 
 /* fence.c: failing pages of this process's views for good (see there) */
 int uffdm__fence_prepare(struct uffdm *u);

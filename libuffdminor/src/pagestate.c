@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -487,14 +488,30 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 	}
 }
 
+/* Shared states only: what the VMM's watchdog sees of its server (internal.h). */
+static void tally(struct uffdm_region *r, size_t offset)
+{
+	uint64_t asked = 0;
+
+	if (!r->tail)
+		return;
+	__atomic_add_fetch((uint64_t *)((char *)r->tail + offset), 1, __ATOMIC_RELEASE);
+	if (offset != offsetof(struct uffdm_state_tail, begun) &&
+	    !__atomic_load_n(&r->tail->first_ns, __ATOMIC_RELAXED))
+		__atomic_compare_exchange_n(&r->tail->first_ns, &asked, uffdm__now_ns(), false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
 		     const struct uffdm_event *ev)
 {
 	struct svc s;
 
+	tally(r, offsetof(struct uffdm_state_tail, begun));
 	svc_init(&s, c);
 	serve_page(&s, r, ev);
 	svc_end(&s);
+	tally(r, offsetof(struct uffdm_state_tail, ended));
 }
 
 /* A fault outside every region: poison it or move it to the handler's SIGBUS descriptor. */
@@ -635,6 +652,7 @@ int uffdm__ps_complete(const struct ps_caller *c, struct uffdm_region *r, size_t
 		ret = complete_chunk(&s, r, o, n < 64 ? n : 64, err);
 	}
 	svc_end(&s);
+	tally(r, offsetof(struct uffdm_state_tail, completed));
 	return ret;
 }
 

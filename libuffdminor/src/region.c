@@ -88,9 +88,28 @@ int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr)
 	return 0;
 }
 
-static size_t state_bytes(const struct uffdm_region *r)
+static size_t words_bytes(const struct uffdm_region *r)
 {
 	return r->size / r->page * sizeof(*r->pstate);
+}
+
+/* Shared: the words, then the tail on a cache line of its own. */
+static size_t tail_offset(const struct uffdm_region *r)
+{
+	return (words_bytes(r) + 63) & ~(size_t)63;
+}
+
+static size_t state_bytes(const struct uffdm_region *r)
+{
+	return tail_offset(r) + 64;
+}
+
+static void map_state(struct uffdm_region *r, void *map, int fd)
+{
+	r->pstate = map;
+	r->tail = (struct uffdm_state_tail *)((char *)map + tail_offset(r));
+	r->state_fd = fd;
+	r->state_shared = true;
 }
 
 /* The states r keeps now, in private memory or in a shared memfd: gone. */
@@ -103,6 +122,7 @@ static void drop_state(struct uffdm_region *r)
 		free(r->pstate);
 	}
 	r->pstate = NULL;
+	r->tail = NULL;
 	r->state_shared = false;
 }
 
@@ -255,11 +275,12 @@ int uffdm_region_state_fd(struct uffdm_region *r)
 		close(fd);
 		return err;
 	}
-	memcpy(map, r->pstate, len);
+	memcpy(map, r->pstate, words_bytes(r));
 	free(r->pstate);
-	r->pstate = map;
-	r->state_fd = fd;
-	r->state_shared = true;
+	map_state(r, map, fd);
+	r->tail->pages = r->size / r->page;
+	r->tail->page = r->page;
+	r->tail->first_ns = 1;	/* nobody asked yet */
 	return fd;
 }
 
@@ -284,6 +305,7 @@ static void take_over(struct uffdm_region *r)
 
 int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags)
 {
+	const struct uffdm_state_tail *tail;
 	struct stat st;
 	void *map;
 
@@ -298,10 +320,13 @@ int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags)
 	map = map_shared(fd, state_bytes(r));
 	if (map == MAP_FAILED)
 		return -errno;
+	tail = (const struct uffdm_state_tail *)((char *)map + tail_offset(r));
+	if (tail->pages != r->size / r->page || tail->page != r->page) {
+		munmap(map, state_bytes(r));
+		return -EINVAL;	/* another region's states */
+	}
 	drop_state(r);
-	r->pstate = map;
-	r->state_fd = fd;
-	r->state_shared = true;
+	map_state(r, map, fd);
 	if (flags & UFFDM_STATE_TAKEOVER)
 		take_over(r);
 	return 0;
