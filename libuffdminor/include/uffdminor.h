@@ -434,6 +434,44 @@ void *uffdm_region_user(const struct uffdm_region *r);
 int uffdm_region_state_fd(struct uffdm_region *r);
 int uffdm_region_adopt_state(struct uffdm_region *r, int fd, unsigned int flags);
 
+/*
+ * The VMM's watchdog over a page server in another process: a thread that
+ * sees the server die (its pidfd readable, or its socket hung up) or stall
+ * (a fault waiting stall_ms while no fault is served), then asks lost():
+ * a new server's pidfd or socket (it took over: uffdm_region_adopt_state()
+ * with UFFDM_STATE_TAKEOVER) to watch on, or a negative value, and then
+ * every page of the regions not filled is failed (uffdm_range_fail()).
+ * Stall detection reads the regions' shared states (uffdm_region_state_fd()).
+ * The structs may grow: set size to sizeof of the one you compiled with.
+ */
+enum uffdm_server_loss {
+	UFFDM_SERVER_DIED = 1,
+	UFFDM_SERVER_STALLED,
+};
+
+struct uffdm_watchdog_params {
+	size_t size;			/* sizeof(struct uffdm_watchdog_params) */
+	int server_fd;			/* the server's pidfd, or its connected socket */
+	unsigned int stall_ms;		/* 0: never a stall, only death */
+	unsigned int fail_flags;	/* for uffdm_range_fail() */
+	int (*lost)(enum uffdm_server_loss why, void *arg);	/* NULL: fail */
+	void *arg;
+};
+
+struct uffdm_watchdog_report {
+	size_t size;			/* sizeof(struct uffdm_watchdog_report) */
+	unsigned int died, stalled;	/* losses seen, by cause */
+	unsigned int replaced;		/* servers that took over */
+	bool failed;			/* the pages not filled were failed */
+	uint64_t takeover_ns;		/* the last replacement: loss seen -> its first fault served */
+};
+
+struct uffdm_watchdog;
+int uffdm_watchdog_start(struct uffdm_watchdog **out, struct uffdm *u,
+			 struct uffdm_region *const *regions, unsigned int nr,
+			 const struct uffdm_watchdog_params *p);
+int uffdm_watchdog_stop(struct uffdm_watchdog *w, struct uffdm_watchdog_report *report);
+
 #ifdef __cplusplus
 }
 #endif
