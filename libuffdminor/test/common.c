@@ -600,3 +600,13 @@ void served_stop(struct served *s)
 	put_region(s->r);
 	put_uffd(s->u);
 }
+
+__thread sigjmp_buf *sigbus_jmp;
+
+void sigbus_jump(int sig)
+{
+	(void)sig;
+	if (sigbus_jmp)
+		siglongjmp(*sigbus_jmp, 1);
+	_exit(40);
+}

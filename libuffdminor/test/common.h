@@ -79,6 +79,14 @@ void start_reader(struct page_reader *t, struct uffdm_region *r, size_t i);
 /* Joins it: whether the page read right. */
 int join_reader(struct page_reader *t);
 
+/*
+ * A SIGBUS handler (install it with SA_NODEFER) that jumps to this thread's
+ * sigbus_jmp when set, and otherwise ends the process with status 40: a
+ * SIGBUS nobody expected.
+ */
+extern __thread sigjmp_buf *sigbus_jmp;
+void sigbus_jump(int sig);
+
 /* Run fn in a forked child under an alarm() watchdog; its exit status or signal. */
 struct child_result {
 	int exited, status, signal;

@@ -30,28 +30,18 @@ struct sleeper {
 	char seen;
 };
 
-static __thread sigjmp_buf *bus_jmp;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	if (bus_jmp)
-		siglongjmp(*bus_jmp, 1);
-	_exit(40);
-}
-
 /* 1 read, 2 SIGBUS */
 static int touch(volatile char *p, char *seen)
 {
 	sigjmp_buf jb;
 
-	bus_jmp = &jb;
+	sigbus_jmp = &jb;
 	if (sigsetjmp(jb, 1)) {
-		bus_jmp = NULL;
+		sigbus_jmp = NULL;
 		return 2;
 	}
 	*seen = *p;
-	bus_jmp = NULL;
+	sigbus_jmp = NULL;
 	return 1;
 }
 
@@ -89,7 +79,7 @@ struct rel_case {
 
 static int setup(const struct mem_case *mc, struct uffdm_region **r, struct uffdm **u)
 {
-	struct sigaction sa = { .sa_handler = on_sigbus, .sa_flags = SA_NODEFER };
+	struct sigaction sa = { .sa_handler = sigbus_jump, .sa_flags = SA_NODEFER };
 
 	sigaction(SIGBUS, &sa, NULL);
 	if (uffdm_region_create(r, mc->backing, 3 * case_page_size(mc)) ||

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "server.h"
 
 #define NPAGES 4
 
@@ -45,78 +46,6 @@ static int serve_cb(void *arg, struct uffdm_region *r, size_t off, const struct 
 	fill_page((char *)uffdm_region_backing(r) + off, page, off / page);
 	__atomic_add_fetch(&s->sh->fills[off / page], 1, __ATOMIC_ACQ_REL);
 	return 0;
-}
-
-/* A server's failed step, on stderr: the VMM sees only its exit status. */
-static void server_exit(const char *step, int ret)
-{
-	fprintf(stderr, "replace: server: %s: %s\n", step, strerror(-ret));
-	_exit(3);
-}
-
-/*
- * A page server process: waits for "go" (both are forked while the VMM has
- * no thread yet: a process forked from a threaded one may not start any),
- * adopts what the VMM gives it, serves until told to quit (or killed).
- */
-static void run_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
-		       int sigbus_fd, struct shared *sh, bool is_a, int ctl)
-{
-	struct server s = { .sh = sh, .is_a = is_a };
-	struct uffdm_handler_config cfg = { .threads = 1, .fault = serve_cb, .arg = &s };
-	struct uffdm_region *mine;
-	struct uffdm_handler *h;
-	struct uffdm *u;
-	char c;
-	int ret;
-
-	if (read(ctl, &c, 1) != 1)	/* go, or the VMM is gone */
-		_exit(0);
-	ret = uffdm_adopt(&u, dup(uffdm_fd(vmm)), 0, 0);
-	if (ret)
-		server_exit("uffdm_adopt", ret);
-	/* without POISON (6.1) only the VMM's SIGBUS descriptor can fail a page */
-	ret = uffdm_sigbus_adopt(u, dup(sigbus_fd));
-	if (ret)
-		server_exit("uffdm_sigbus_adopt", ret);
-	ret = uffdm_region_from_fd(&mine, uffdm_region_fd(r), 0, uffdm_region_size(r),
-				   (uintptr_t)uffdm_region_view(r), 0);
-	if (ret)
-		server_exit("uffdm_region_from_fd", ret);
-	ret = uffdm_region_adopt_state(mine, dup(state_fd), is_a ? 0 : UFFDM_STATE_TAKEOVER);
-	if (ret)
-		server_exit("uffdm_region_adopt_state", ret);
-	ret = uffdm_handler_start(&h, u, mine, &cfg);
-	if (ret)
-		server_exit("uffdm_handler_start", ret);
-	if (read(ctl, &c, 1) < 0)	/* quit: A never gets past this, it is killed */
-		_exit(3);
-	_exit(uffdm_handler_stop(h, NULL) ? 4 : 0);
-}
-
-/* *ctl: one byte says go; closing it says quit. */
-static pid_t fork_server(struct uffdm *vmm, struct uffdm_region *r, int state_fd,
-			 int sigbus_fd, struct shared *sh, bool is_a, int *ctl)
-{
-	int p[2];
-	pid_t pid;
-
-	assert_int_equal(pipe(p), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		close(p[1]);
-		run_server(vmm, r, state_fd, sigbus_fd, sh, is_a, p[0]);
-	}
-	close(p[0]);
-	*ctl = p[1];
-	return pid;
-}
-
-static void go(int ctl)
-{
-	assert_int_equal(write(ctl, "g", 1), 1);
 }
 
 /*
@@ -150,6 +79,9 @@ static void test_replace_server(void **state)
 	size_t page = uffdm_region_page_size(r);
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct server sa = { .sh = sh, .is_a = true }, sb = { .sh = sh };
+	struct page_server ps_a = { .fault = serve_cb, .arg = &sa };
+	struct page_server ps_b = { .fault = serve_cb, .arg = &sb, .state_flags = UFFDM_STATE_TAKEOVER };
 	struct page_reader t0, t1, t2;
 	int state_fd = uffdm_region_state_fd(r), sigbus_fd = uffdm_sigbus_fd(u);
 	int ctl_a, ctl_b, st;
@@ -159,9 +91,9 @@ static void test_replace_server(void **state)
 	assert_true(state_fd >= 0);
 	assert_true(sigbus_fd >= 0);
 	assert_int_equal(uffdm_region_state_fd(r), state_fd);	/* the same, kept by r */
-	a = fork_server(u, r, state_fd, sigbus_fd, sh, true, &ctl_a);
-	b = fork_server(u, r, state_fd, sigbus_fd, sh, false, &ctl_b);
-	go(ctl_a);
+	a = page_server_fork(u, r, &ps_a, &ctl_a);
+	b = page_server_fork(u, r, &ps_b, &ctl_b);
+	page_server_go(ctl_a);
 	start_reader(&t0, r, 0);
 	assert_true(join_served(&t0, a));
 	start_reader(&t1, r, 1);
@@ -176,7 +108,7 @@ static void test_replace_server(void **state)
 	assert_int_equal(waitpid(a, &st, 0), a);
 	close(ctl_a);
 
-	go(ctl_b);
+	page_server_go(ctl_b);
 	assert_true(join_served(&t1, b));	/* the fault A had read, served by B */
 	start_reader(&t2, r, 2);
 	assert_true(join_served(&t2, b));
