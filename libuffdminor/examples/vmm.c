@@ -16,11 +16,12 @@
  * VMM holds its own reference to the userfaultfd, an unserved fault
  * sleeps for ever, and had it closed that reference the pager's death
  * would wake them into the page cache's stale content (test-release.c).
- * So the VMM keeps the reference and watches: when the socket reports the
- * pager gone, or a read has waited --stall-ms with no read completing
- * meanwhile, it calls uffdm_range_fail,
- * and every vCPU still waiting, or touching a page not yet served, gets
- * SIGBUS.  Pages already served stay.
+ * So the VMM keeps the reference and the library's watchdog watches
+ * (uffdm_watchdog_start): when the socket reports the pager gone, or a
+ * fault has waited --stall-ms with no fault served meanwhile, it asks this
+ * program (lost()): --replace starts a new pager that takes over, else the
+ * watchdog fails the pages, and every vCPU still waiting, or touching a
+ * page not yet served, gets SIGBUS.  Pages already served stay.
  *
  * --in-process serves the same faults with the library's handler in this
  * process, the baseline; --reps R alternates both R times and prints the
@@ -32,7 +33,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -67,7 +67,6 @@ struct vcpu {
 	struct vm *vm;
 	pthread_t tid;
 	size_t first, n;
-	uint64_t touch_ns;	/* start of the read in progress, 0 between reads */
 	size_t bad;
 	bool sigbus;
 };
@@ -80,10 +79,10 @@ struct vm {
 	size_t page;
 	pid_t pager;
 	int sock;
-	pthread_t watcher;
-	bool watching, finishing, lost, replaced;
+	struct uffdm_watchdog *wd;
+	struct uffdm_watchdog_report rep;
+	bool lost, replaced;
 	size_t touched;
-	uint64_t progress_ns;		/* when a read last completed */
 	uint64_t *lat;			/* per page, ns; 0 = not read */
 	struct vcpu cpu[MAX_VCPUS];
 };
@@ -112,94 +111,36 @@ static void on_sigbus(int sig)
 	raise(sig);
 }
 
-/* The pager is gone or stuck: whatever is not served now raises SIGBUS. */
-static void lose_pager(struct vm *vm, const char *why)
-{
-	int ret;
-
-	if (__atomic_exchange_n(&vm->lost, true, __ATOMIC_ACQ_REL))
-		return;
-	fprintf(stderr, "uffdm-vmm: pager %s: failing the pages it never served\n", why);
-	if (__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE) > 0)
-		kill(__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE), SIGKILL);
-	ret = uffdm_range_fail(vm->u, uffdm_region_view(vm->r), uffdm_region_size(vm->r),
-			       vm->page, 0);
-	if (ret)
-		fprintf(stderr, "uffdm-vmm: uffdm_range_fail: %s\n", strerror(-ret));
-}
-
-/*
- * Stopped, not slow: a read has waited the limit and no read at all has
- * completed meanwhile.  A busy machine slows every fault; it does not
- * stop them all.
- */
-static bool stalled(struct vm *vm)
-{
-	uint64_t limit = (uint64_t)vm->o->stall_ms * 1000000ull, t = now_ns();
-	uint64_t last = __atomic_load_n(&vm->progress_ns, __ATOMIC_ACQUIRE);
-
-	for (unsigned int i = 0; i < vm->o->threads; i++) {
-		uint64_t s = __atomic_load_n(&vm->cpu[i].touch_ns, __ATOMIC_ACQUIRE);
-
-		if (s && t - s > limit && t - last > limit)
-			return true;
-	}
-	return false;
-}
-
 static int spawn_pager(struct vm *vm, unsigned int flags);
 
 /*
- * --replace: a new pager adopts the same userfaultfd and the page states
- * (in the memfd this VMM owns), takes over what the dead one owned and
- * serves on; every page it filled stays filled.  Once: a second death
- * fails the pages, as without --replace.
+ * The watchdog found the pager dead or stopped: it never serves again.
+ * --replace (once): a new pager adopts the same userfaultfd and the page
+ * states (in the memfd this VMM owns), takes over what the dead one owned
+ * and serves on; every page it filled stays filled.  Else, or if it cannot
+ * start, the watchdog fails the pages not served.
  */
-static bool replace_pager(struct vm *vm)
+static int lost(enum uffdm_server_loss why, void *arg)
 {
-	int old = vm->sock;
-
-	if (!vm->o->replace || vm->replaced)
-		return false;
-	vm->replaced = true;
-	waitpid(__atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE), NULL, 0);
-	if (spawn_pager(vm, WIRE_TAKEOVER))
-		return false;
-	close(old);
-	fprintf(stderr, "uffdm-vmm: pager died: a new pager took over\n");
-	return true;
-}
-
-/* The socket closing is the pager's death; a read waiting too long, its stall. */
-static void *watch(void *arg)
-{
+	const char *what = why == UFFDM_SERVER_DIED ? "closed its socket (died)" : "stopped answering";
 	struct vm *vm = arg;
-	struct pollfd pfd = { .fd = vm->sock, .events = POLLIN };
-	char c;
+	pid_t old = __atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE);
+	int sock = vm->sock;
 
-	for (;;) {
-		int n = poll(&pfd, 1, 100);
-
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n > 0 && read(pfd.fd, &c, 1) <= 0) {
-			if (__atomic_load_n(&vm->finishing, __ATOMIC_ACQUIRE))
-				break;
-			if (replace_pager(vm)) {
-				pfd.fd = __atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST);
-				if (__atomic_load_n(&vm->finishing, __ATOMIC_SEQ_CST))
-					shutdown(pfd.fd, SHUT_WR);
-				continue;
-			}
-			lose_pager(vm, "closed its socket (died)");
-			break;
-		}
-		if (n == 0 && stalled(vm)) {
-			lose_pager(vm, "stopped answering");
-			break;
+	kill(old, SIGKILL);
+	waitpid(old, NULL, 0);
+	if (vm->o->replace && !vm->replaced) {
+		vm->replaced = true;
+		if (!spawn_pager(vm, WIRE_TAKEOVER)) {
+			close(sock);
+			fprintf(stderr, "uffdm-vmm: pager %s: a new pager took over\n", what);
+			return vm->sock;
 		}
 	}
-	return NULL;
+	__atomic_store_n(&vm->pager, -1, __ATOMIC_RELEASE);
+	vm->lost = true;
+	fprintf(stderr, "uffdm-vmm: pager %s: failing the pages it never served\n", what);
+	return -1;
 }
 
 static void touch_one(struct vcpu *c, size_t i)
@@ -209,11 +150,8 @@ static void touch_one(struct vcpu *c, size_t i)
 	uint64_t t0 = now_ns();
 	int ok;
 
-	__atomic_store_n(&c->touch_ns, t0, __ATOMIC_RELEASE);
 	ok = snapshot_check(p, vm->page, i);
 	vm->lat[i] = now_ns() - t0;
-	__atomic_store_n(&vm->progress_ns, t0 + vm->lat[i], __ATOMIC_RELEASE);
-	__atomic_store_n(&c->touch_ns, 0, __ATOMIC_RELEASE);
 	c->bad += !ok;
 	if (__atomic_add_fetch(&vm->touched, 1, __ATOMIC_ACQ_REL) == vm->o->kill_after &&
 	    __atomic_load_n(&vm->pager, __ATOMIC_ACQUIRE) > 0)	/* the crash or the stall we test */
@@ -229,7 +167,6 @@ static void *vcpu_run(void *arg)
 
 	bus_jmp = &jb;
 	if (sigsetjmp(jb, 1)) {
-		__atomic_store_n(&c->touch_ns, 0, __ATOMIC_RELEASE);
 		c->sigbus = true;
 		return NULL;
 	}
@@ -333,15 +270,16 @@ static int spawn_pager(struct vm *vm, unsigned int flags)
 
 static int start_pager(struct vm *vm)
 {
+	struct uffdm_watchdog_params wp = {
+		.size = sizeof(wp), .stall_ms = vm->o->stall_ms, .lost = lost, .arg = vm,
+	};
 	int ret = spawn_pager(vm, 0);
 
 	if (ret)
 		return ret;
-	ret = -pthread_create(&vm->watcher, NULL, watch, vm);
-	if (ret)
-		return skip_or_fail("watcher thread", ret);
-	vm->watching = true;
-	return 0;
+	wp.server_fd = vm->sock;
+	ret = uffdm_watchdog_start(&vm->wd, vm->u, &vm->r, 1, &wp);
+	return ret ? skip_or_fail("the watchdog", ret) : 0;
 }
 
 static int start_serving(struct vm *vm)
@@ -355,24 +293,28 @@ static int start_serving(struct vm *vm)
 	return ret ? skip_or_fail("in-process handler", ret) : 0;
 }
 
-/* Tell the pager we are done (our end closing), reap it; it was maybe killed. */
+/*
+ * The watchdog first (a pager told to go is no loss), then tell the pager
+ * we are done (our end closing) and reap it, unless the watchdog did.
+ */
 static void stop_serving(struct vm *vm)
 {
 	if (vm->h)
 		uffdm_handler_stop(vm->h, NULL);
-	if (__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST) < 0)
+	if (vm->sock < 0)
 		return;
-	/*
-	 * The watcher may be replacing the pager: this shuts the socket it
-	 * last set, or it sees finishing and shuts the new one itself.
-	 */
-	__atomic_store_n(&vm->finishing, true, __ATOMIC_SEQ_CST);
-	shutdown(__atomic_load_n(&vm->sock, __ATOMIC_SEQ_CST), SHUT_WR);
-	if (vm->watching)
-		pthread_join(vm->watcher, NULL);
-	else
-		kill(vm->pager, SIGKILL);	/* it never got to serve */
-	waitpid(vm->pager, NULL, 0);
+	vm->rep.size = sizeof(vm->rep);
+	if (vm->wd)
+		uffdm_watchdog_stop(vm->wd, &vm->rep);
+	if (vm->rep.replaced)
+		fprintf(stderr, "uffdm-vmm: the new pager served its first fault %.1f ms after "
+			"the loss was seen\n", vm->rep.takeover_ns / 1e6);
+	shutdown(vm->sock, SHUT_WR);
+	if (vm->pager > 0) {
+		if (!vm->wd)
+			kill(vm->pager, SIGKILL);	/* it never got to serve */
+		waitpid(vm->pager, NULL, 0);
+	}
 	close(vm->sock);
 }
 
@@ -408,10 +350,6 @@ static int run_vcpus(struct vm *vm)
 	for (unsigned int t = 0; t < vm->o->threads; t++) {
 		struct vcpu *c = &vm->cpu[t];
 
-		/*
-		 * Field by field, never touch_ns: the watcher already runs and
-		 * reads it; it is 0 from calloc() until this vCPU's first read.
-		 */
 		c->vm = vm;
 		c->first = t * per;
 		c->n = t + 1 == vm->o->threads ? vm->o->pages - t * per : per;
