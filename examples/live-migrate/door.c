@@ -373,6 +373,28 @@ static void hs_accept(struct lm_door *door, struct lm_door_slots *t)
 	hs_send(fd, LM_CHALLENGE, &h->ch);
 }
 
+/*
+ * A handshake not done by its deadline is refused - but only after what has
+ * arrived was read: a door thread that was late (a busy machine) must not
+ * count its own delay against a peer that answered in time.
+ */
+static void door_expire(struct lm_door *door, struct lm_door_slots *t)
+{
+	uint64_t now = lm_now_ns();
+	char why[120];
+
+	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
+		struct hs *h = &t->hs[k];
+
+		if (h->fd < 0 || now < h->deadline)
+			continue;
+		snprintf(why, sizeof(why), "no handshake within %d ms of its connect",
+			 door->o->timeout_ms);
+		say_refused(door, h->peer, why);
+		hs_drop(h);
+	}
+}
+
 /* One turn: wait up to 100 ms for anything, move every handshake on. */
 static void door_turn(struct lm_door *door, struct lm_door_slots *t)
 {
@@ -383,29 +405,24 @@ static void door_turn(struct lm_door *door, struct lm_door_slots *t)
 	pf[0] = (struct pollfd){ .fd = door->lfd, .events = POLLIN };
 	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
 		struct hs *h = &t->hs[k];
-		char why[120];
 
 		if (h->fd < 0)
 			continue;
-		if (now >= h->deadline) {
-			snprintf(why, sizeof(why), "no handshake within %d ms of its connect",
-				 door->o->timeout_ms);
-			say_refused(door, h->peer, why);
-			hs_drop(h);
-			continue;
-		}
-		if ((h->deadline - now) / 1000000 < (uint64_t)wait)
+		if (now >= h->deadline)
+			wait = 0;	/* read what came, then judge */
+		else if ((h->deadline - now) / 1000000 < (uint64_t)wait)
 			wait = (int)((h->deadline - now) / 1000000) + 1;
 		idx[n - 1] = k;
 		pf[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
 	}
-	if (poll(pf, (nfds_t)n, wait) <= 0)
-		return;
-	for (int i = 1; i < n; i++)
-		if (pf[i].revents)
-			hs_read(door, &t->hs[idx[i - 1]]);
-	if (pf[0].revents & POLLIN)
-		hs_accept(door, t);
+	if (poll(pf, (nfds_t)n, wait) > 0) {
+		for (int i = 1; i < n; i++)
+			if (pf[i].revents)
+				hs_read(door, &t->hs[idx[i - 1]]);
+		if (pf[0].revents & POLLIN)
+			hs_accept(door, t);
+	}
+	door_expire(door, t);
 }
 
 static void *doorman(void *p)
