@@ -272,6 +272,12 @@ static void interrupt_at(struct run *r, bool dest_side, const char *mode, const 
 	start(r, mode, dest_side ? phase : "none", dest_side ? "none" : phase);
 	who = dest_side ? r->d : r->s;
 	assert_int_equal(waitpid(who, &st, WUNTRACED), who);
+	if (!WIFSTOPPED(st)) {
+		print_message("# the %s ended before %s (status 0x%x): its log and its peer's\n",
+			      dest_side ? "destination" : "source", phase, st);
+		lmt_file_has(SERR, "@");
+		lmt_file_has(DERR, "@");
+	}
 	assert_true(WIFSTOPPED(st));
 	kill(who, SIGINT);
 	kill(who, SIGCONT);

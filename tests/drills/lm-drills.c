@@ -294,6 +294,11 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	if (slow)
 		print_message("# the strangers were cut off %d times\n", lmt_slowloris_stop(slow));
 	print_message("# drill %d (%s): source %d, destination %d\n", what, mode, *s_rc, *d_rc);
+	if (!r.fired) {
+		print_message("# the drill never fired: the run ended before its point\n");
+		lmt_file_has(SERR, "@");	/* both logs say why */
+		lmt_file_has(DERR, "@");
+	}
 	assert_true(r.fired);
 }
 
