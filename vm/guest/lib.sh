@@ -78,7 +78,21 @@ run_in() {
 	fi
 }
 
+# check_extras: every --extra program is in the guest at its promised path
+# and runs (a FAIL names a missing one rather than a suite failing later).
+check_extras() {
+	[ -f /lib/k513/extras ] || return 0
+	while IFS= read -r x; do
+		if [ -x "$x" ]; then
+			echo "K513-RESULT extra $(basename "$x") PASS"
+		else
+			echo "K513-RESULT extra $(basename "$x") FAIL --extra $x is not in the guest"
+		fi
+	done </lib/k513/extras | tee -a "$RESULTS"
+}
+
 finish() {
+	check_extras
 	pass=$(grep -c ' PASS' "$RESULTS")
 	fail=$(grep -c ' FAIL' "$RESULTS")
 	skip=$(grep -c ' SKIP' "$RESULTS")
