@@ -221,8 +221,16 @@ static void *reader_run(void *arg)
 {
 	struct page_reader *t = arg;
 	size_t page = uffdm_region_page_size(t->r);
+	sigjmp_buf jb;
 
+	sigbus_jmp = &jb;
+	if (sigsetjmp(jb, 1)) {
+		t->result = READ_SIGBUS;
+		return NULL;
+	}
 	t->ok = check_page((char *)uffdm_region_view(t->r) + t->i * page, page, t->i);
+	t->result = t->ok ? READ_OK : READ_BAD;
+	sigbus_jmp = NULL;
 	return NULL;
 }
 
@@ -236,6 +244,17 @@ int join_reader(struct page_reader *t)
 {
 	pthread_join(t->tid, NULL);
 	return t->ok;
+}
+
+int join_reader_within(struct page_reader *t, unsigned int seconds)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += seconds;
+	if (pthread_timedjoin_np(t->tid, NULL, &ts))
+		fail_msg("the read of page %zu hung: nothing served or failed it", t->i);
+	return t->result;
 }
 
 struct child_result run_child(int (*fn)(void *), void *arg, unsigned int seconds)

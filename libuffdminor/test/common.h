@@ -68,16 +68,24 @@ struct uffdm_probe probe(void);
 void fill_page(void *page, size_t len, size_t i);
 int check_page(const void *page, size_t len, size_t i);
 
-/* A thread reading page i of r's view once and checking it (fill_page()'s pattern). */
+/*
+ * A thread reading page i of r's view once and checking it (fill_page()'s
+ * pattern). A SIGBUS is caught as READ_SIGBUS when sigbus_jump() is the
+ * process's handler; otherwise it ends the process, as it would any.
+ */
+enum { READ_BAD, READ_OK, READ_SIGBUS };
 struct page_reader {
 	struct uffdm_region *r;
 	size_t i;
 	int ok;
+	int result;		/* READ_* */
 	pthread_t tid;
 };
 void start_reader(struct page_reader *t, struct uffdm_region *r, size_t i);
 /* Joins it: whether the page read right. */
 int join_reader(struct page_reader *t);
+/* Joins it within seconds (a read still asleep then fails the case): READ_*. */
+int join_reader_within(struct page_reader *t, unsigned int seconds);
 
 /*
  * A SIGBUS handler (install it with SA_NODEFER) that jumps to this thread's

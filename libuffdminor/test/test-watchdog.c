@@ -75,52 +75,6 @@ static int script_cb(void *arg, struct uffdm_region *r, size_t off, const struct
 	return 0;
 }
 
-/* ---- readers that survive SIGBUS ---------------------------------------- */
-
-enum { READ_BAD, READ_OK, READ_SIGBUS };
-
-struct reader {
-	struct uffdm_region *r;
-	size_t i;
-	int result;
-	pthread_t tid;
-};
-
-static void *reader_run(void *arg)
-{
-	struct reader *t = arg;
-	size_t page = uffdm_region_page_size(t->r);
-	const char *p = (char *)uffdm_region_view(t->r) + t->i * page;
-	sigjmp_buf jb;
-
-	sigbus_jmp = &jb;
-	if (sigsetjmp(jb, 1)) {
-		t->result = READ_SIGBUS;
-		return NULL;
-	}
-	t->result = check_page(p, page, t->i) ? READ_OK : READ_BAD;
-	sigbus_jmp = NULL;
-	return NULL;
-}
-
-static void start_read(struct reader *t, struct uffdm_region *r, size_t i)
-{
-	*t = (struct reader){ .r = r, .i = i };
-	assert_int_equal(pthread_create(&t->tid, NULL, reader_run, t), 0);
-}
-
-/* The read's result; a read still asleep after READ_LIMIT_S fails the case. */
-static int join_read(struct reader *t)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += READ_LIMIT_S;
-	if (pthread_timedjoin_np(t->tid, NULL, &ts))
-		fail_msg("the read of page %zu hung: nothing failed it", t->i);
-	return t->result;
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -131,10 +85,10 @@ static uint64_t now_ms(void)
 
 static int read_page(struct uffdm_region *r, size_t i)
 {
-	struct reader t;
+	struct page_reader t;
 
-	start_read(&t, r, i);
-	return join_read(&t);
+	start_reader(&t, r, i);
+	return join_reader_within(&t, READ_LIMIT_S);
 }
 
 /* ---- one row ------------------------------------------------------------- */
@@ -267,11 +221,11 @@ static void check_report(const struct uffdm_watchdog_report *rep, const struct r
 }
 
 /* Every page: right, or (lost) page 0 right and the rest SIGBUS, now and again. */
-static void check_pages(struct vmm *v, const struct row *row, struct reader *waiting)
+static void check_pages(struct vmm *v, const struct row *row, struct page_reader *waiting)
 {
 	int want = row->lost && !row->replace ? READ_SIGBUS : READ_OK;
 
-	assert_int_equal(join_read(waiting), want);
+	assert_int_equal(join_reader_within(waiting, READ_LIMIT_S), want);
 	for (size_t i = 2; i < NPAGES; i++)
 		assert_int_equal(read_page(v->r, i), want);
 	assert_int_equal(read_page(v->r, 1), want);	/* later touches too */
@@ -302,7 +256,7 @@ static void run_row(void **state, const struct row *row)
 	struct uffdm_watchdog_report rep = { .size = sizeof(rep) };
 	struct uffdm_watchdog_params p = { .size = sizeof(p), .stall_ms = row->stall_ms };
 	struct uffdm_watchdog *w;
-	struct reader waiting;
+	struct page_reader waiting;
 	struct vmm v = { 0 };
 	uint64_t t0;
 
@@ -319,7 +273,7 @@ static void run_row(void **state, const struct row *row)
 	t0 = now_ms();
 	if (row->first)
 		row->adversary(v.a, v.b);
-	start_read(&waiting, v.r, 1);
+	start_reader(&waiting, v.r, 1);
 	if (!row->first)
 		row->adversary(v.a, v.b);
 	check_pages(&v, row, &waiting);
