@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 
+#include "prep.h"
 #include "snap.h"
 #include "watch.h"
 
@@ -150,6 +151,8 @@ void fw_close(struct fw_ctx *c)
 		free(p);
 	}
 	c->pending = NULL;
+	fw_prepper_free(c->prep);
+	c->prep = NULL;
 	fw_dirmap_free(&c->map);
 	if (c->fan >= 0)
 		close(c->fan);
@@ -285,25 +288,6 @@ static int mark_dir(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 }
 
 /*
- * Filesystems with one fsid for the whole mount (no subvolumes) whose
- * directories count their subdirectories in st_nlink (2 + subdirectories):
- * a directory with 2 has none, and setup need not list it.  Not btrfs
- * (subvolumes have their own fsid; a directory's st_nlink is always 1),
- * nor anything unknown.
- */
-static bool is_simple_fs(long type)
-{
-	switch ((unsigned long)type) {
-	case 0xEF53:		/* ext2/3/4 */
-	case 0x58465342:	/* xfs */
-	case 0x01021994:	/* tmpfs */
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
  * The fsid of the directory fd refers to: its parent's when it is on the
  * same mount of a simple filesystem (statfs costs a per-CPU counter sum on
  * ext4), else statfs.
@@ -322,7 +306,7 @@ static int fd_fsid(int fd, const struct fw_dir *parent, int mnt,
 	if (fstatfs(fd, &sf))
 		return -1;
 	memcpy(fsid, &sf.f_fsid, 2 * sizeof(int32_t));
-	*simple_fs = is_simple_fs(sf.f_type);
+	*simple_fs = fw_is_simple_fs(sf.f_type);
 	return 0;
 }
 
@@ -629,13 +613,61 @@ static int open_listing(struct fw_ctx *c, struct fw_dir *d)
 	return fd;
 }
 
+/*
+ * Setup's fw_adopt() of up to FW_PREP_BATCH subdirectories of d: their
+ * system calls run on two threads (prep.c), then each is entered in the map
+ * here and scanned unless st_nlink says it has no subdirectory. A child
+ * whose calls failed takes the one-at-a-time path, which says why.
+ */
+static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t n)
+{
+	struct fw_prep v[FW_PREP_BATCH];
+	struct fw_prep_parent par = {
+		.pfd = fw_dir_fd(&c->map, d), .fan = c->fan,
+		.flags = FW_MARK_ADD | FW_MARK_ONLYDIR, .mask = c->markmask,
+		.fsid = { d->fsid[0], d->fsid[1] }, .simple_fs = d->simple_fs, .mnt = d->mnt_id,
+		.keep_leaf_fd = c->o->rescan,
+	};
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (par.pfd < 0 || !c->o->recursive)
+			fw_adopt(c, d, names[i], NULL, false);	/* says why, or waits */
+		else if (!fw_excluded(c, d, names[i]))
+			v[k++].name = names[i];
+	}
+	fw_prep_run(c->prep, &par, v, k);
+	for (i = 0; i < k; i++) {
+		struct fw_dir *nd;
+
+		if (v[i].err) {
+			fw_adopt(c, d, v[i].name, NULL, false);
+			continue;
+		}
+		if (fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh)) {
+			if (v[i].fd >= 0)
+				close(v[i].fd);	/* already watched (bind mount) */
+			continue;
+		}
+		nd = fw_dir_new(v[i].fsid, &v[i].fh, v[i].fd, d, v[i].name, v[i].name);
+		if (!nd || fw_dirmap_insert(&c->map, nd)) {
+			fw_err("out of memory");
+			exit(1);
+		}
+		nd->mnt_id = v[i].mnt;
+		nd->simple_fs = v[i].simple_fs;
+		if (!v[i].leaf || c->o->rescan)
+			fw_scan(c, nd, false);
+	}
+}
+
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 {
 	int fd = open_listing(c, d);
 	struct namelist subs = { 0 };
 	struct dirent *de;
+	size_t i, batch;
 	DIR *dir;
-	size_t i;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (errno != ESTALE && errno != ENOENT)
@@ -670,11 +702,15 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 	 * A reported directory is adopted only if the name still leads to
 	 * the one listed, or its contents would be credited to the name.
 	 */
-	for (i = 0; i < subs.n; i++) {
+	for (i = 0; report && i < subs.n; i++) {
 		struct fw_want w = { .ino = subs.ino[i] };
 
-		fw_adopt(c, d, subs.v[i], report ? &w : NULL, report);
+		fw_adopt(c, d, subs.v[i], &w, true);
 	}
+	/* a batch holds its fds beside the cache's: at most as many */
+	batch = c->map.maxfd < FW_PREP_BATCH ? c->map.maxfd : FW_PREP_BATCH;
+	for (i = 0; !report && i < subs.n; i += batch)
+		adopt_batch(c, d, subs.v + i, subs.n - i < batch ? subs.n - i : batch);
 	namelist_free(&subs);
 }
 
@@ -714,6 +750,8 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 		fw_setup_done(c);	/* the mark limit, if that was it */
 		return -1;
 	}
+	if (c->o->recursive && !c->prep)
+		c->prep = fw_prepper_new();	/* until fw_setup_done() */
 	/* --rescan-on-overflow needs the first snapshot even without -r. */
 	if (c->o->recursive || c->o->rescan)
 		fw_scan(c, d, false);
@@ -722,6 +760,8 @@ int fw_add_root(struct fw_ctx *c, const char *path)
 
 void fw_setup_done(struct fw_ctx *c)
 {
+	fw_prepper_free(c->prep);
+	c->prep = NULL;
 	if (!c->unwatched)
 		return;
 	long fs = fw_sysctl("max_user_marks");

@@ -69,6 +69,7 @@ struct fw_ctx {
 	char timestr[128];
 	char isotime[40];
 	struct fw_pending *pending;	/* directories to adopt once reachable */
+	struct fw_prepper *prep;	/* setup's second thread (prep.c), or NULL */
 	fw_sink_fn sink;
 	void *sink_arg;
 	struct fw_loop_hooks hooks;
