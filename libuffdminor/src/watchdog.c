@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "pagestate.h"
+#include "stall.h"
 
 struct uffdm_watchdog {
 	struct uffdm *u;
@@ -38,10 +39,7 @@ struct uffdm_watchdog {
 	bool pidfd;
 	int stop_fd;		/* eventfd: readable once stopping */
 	pthread_t tid;
-	/* stall detection, the thread's own */
-	uint64_t served;	/* ended + completed over the regions, last seen */
-	uint64_t progress_at;	/* when served last moved, or nothing waited */
-	uint64_t waiting_since;	/* work seen waiting since, served unchanged (0: none) */
+	struct uffdm__stall st;	/* stall detection, the thread's own */
 	uint64_t lost_at;	/* the last replacement's loss */
 	struct uffdm_watchdog_report rep;
 };
@@ -87,36 +85,48 @@ static bool deferred(const struct uffdm_watchdog *w)
 }
 
 /*
- * Stalled: work seen waiting at a tick, nothing served since, for stall_ms.
+ * Stalled: work seen waiting at a tick, nothing served since, for limit.
  * Serving a fault moves the count, so work seen waiting and still no count
  * moved means that same work still waits.  Deferred pages are looked for
- * (a scan of every state) only once nothing moved for stall_ms: while idle
- * that is once a period, and a stalled completer is seen within two.
+ * (a scan of every state) only once nothing moved for limit: while idle
+ * that is once a period, and a stalled completer is seen within two.  The
+ * clock starts when the work is first seen waiting, never at the last
+ * progress: a server idle for minutes is not stalled by its next fault.
  */
-static bool stalled(struct uffdm_watchdog *w, uint64_t now)
+bool uffdm__stall_tick(struct uffdm__stall *st, uint64_t now, uint64_t limit, uint64_t n,
+		       bool waiting, bool (*deferred)(void *arg), void *arg)
 {
-	uint64_t limit = (uint64_t)w->p.stall_ms * 1000000, inflight;
-	uint64_t n = served(w, &inflight);
-	bool waiting;
-
-	if (n != w->served) {
-		w->served = n;
-		w->progress_at = now;
-		w->waiting_since = 0;
+	if (n != st->served) {
+		st->served = n;
+		st->progress_at = now;
+		st->waiting_since = 0;
 		return false;
 	}
 	if (!limit)
 		return false;
-	waiting = queued(w) || inflight || (now - w->progress_at >= limit && deferred(w));
+	waiting = waiting || (now - st->progress_at >= limit && deferred(arg));
 	if (!waiting) {
-		w->waiting_since = 0;
-		if (now - w->progress_at >= limit)
-			w->progress_at = now;	/* idle is not a stall */
+		st->waiting_since = 0;
+		if (now - st->progress_at >= limit)
+			st->progress_at = now;	/* idle is not a stall */
 		return false;
 	}
-	if (!w->waiting_since)
-		w->waiting_since = now;
-	return now - w->waiting_since >= limit;
+	if (!st->waiting_since)
+		st->waiting_since = now;
+	return now - st->waiting_since >= limit;
+}
+
+static bool deferred_cb(void *arg)
+{
+	return deferred(arg);
+}
+
+static bool stalled(struct uffdm_watchdog *w, uint64_t now)
+{
+	uint64_t inflight, n = served(w, &inflight);
+
+	return uffdm__stall_tick(&w->st, now, (uint64_t)w->p.stall_ms * 1000000, n,
+				 inflight || queued(w), deferred_cb, w);
 }
 
 /* A socket, or a pidfd (its fdinfo names a Pid), else -EINVAL. */
@@ -176,9 +186,7 @@ static bool lose(struct uffdm_watchdog *w, enum uffdm_server_loss why, uint64_t 
 		w->fd = fd;
 		w->pidfd = pidfd;
 		w->rep.replaced++;
-		w->served = before;
-		w->progress_at = uffdm__now_ns();
-		w->waiting_since = 0;
+		w->st = (struct uffdm__stall){ .served = before, .progress_at = uffdm__now_ns() };
 		w->lost_at = now;
 		return false;
 	}
@@ -297,8 +305,8 @@ int uffdm_watchdog_start(struct uffdm_watchdog **out, struct uffdm *u,
 	w->u = u;
 	w->nr = nr;
 	w->fd = w->p.server_fd;
-	w->served = served(w, &inflight);
-	w->progress_at = uffdm__now_ns();
+	w->st.served = served(w, &inflight);
+	w->st.progress_at = uffdm__now_ns();
 	ret = uffdm__thread_start(&w->tid, watch, w);
 	if (ret)
 		goto err;
