@@ -96,9 +96,11 @@ static void run(void **state, int replace)
 	struct uffdm_watchdog_params p = { .size = sizeof(p), .stall_ms = 1000, .lost = lost };
 	struct uffdm_watchdog_report rep = { .size = sizeof(rep) };
 	struct uffdm_watchdog *w;
+	/* volatile: read after siglongjmp, and i may be kept in memory a step ahead */
 	volatile int ok = 0, bus = 0, bad = 0;
+	volatile size_t i;
 	pid_t a, b = -1;
-	size_t ps, i;
+	size_t ps;
 	int st;
 
 	served = 0;
