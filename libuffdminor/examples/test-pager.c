@@ -9,6 +9,8 @@
  *   uffdm-test-pager VMM PAGER
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,6 +30,7 @@ static int run_vmm(const char *backing, const char *const *extra, char *out, siz
 {
 	const char *argv[16] = { vmm_path, "--pager", pager_path, "--backing", backing };
 	size_t n = 5, got = 0;
+	bool hung = false;
 	int p[2], st;
 	ssize_t r;
 	pid_t pid;
@@ -39,6 +42,7 @@ static int run_vmm(const char *backing, const char *const *extra, char *out, siz
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		setpgid(0, 0);	/* the VMM and its pagers: one group to kill */
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		alarm(90);	/* a hang would be the bug */
@@ -46,12 +50,32 @@ static int run_vmm(const char *backing, const char *const *extra, char *out, siz
 		_exit(127);
 	}
 	close(p[1]);
-	while (got + 1 < len && (r = read(p[0], out + got, len - got - 1)) > 0)
+	/*
+	 * A stopped pager outlives a VMM killed by its alarm and holds the
+	 * pipe: read with a deadline of our own, then kill the whole group,
+	 * so a hang is this case's failure, never the suite's.
+	 */
+	for (int waited = 0; got + 1 < len;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, 1000) == 0) {
+			if (++waited < 100)
+				continue;
+			kill(-pid, SIGKILL);
+			hung = true;
+			break;
+		}
+		r = read(p[0], out + got, len - got - 1);
+		if (r <= 0)
+			break;
 		got += (size_t)r;
+	}
 	out[got] = '\0';
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	print_message("%s", out);
+	if (hung)
+		fail_msg("uffdm-vmm or its pager still held the output after 100 s: killed (it hung)");
 	if (WIFSIGNALED(st))
 		fail_msg("uffdm-vmm died of signal %d%s", WTERMSIG(st),
 			 WTERMSIG(st) == SIGALRM ? " (it hung)" : "");
