@@ -631,7 +631,7 @@ static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++) {
-		if (par.pfd < 0 || !c->o->recursive)
+		if (par.pfd < 0)
 			fw_adopt(c, d, names[i], NULL, false);	/* says why, or waits */
 		else if (!fw_excluded(c, d, names[i]))
 			v[k++].name = names[i];
