@@ -193,6 +193,17 @@ static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 	return !ret && !r->sigbus && !h->poison ? -EOPNOTSUPP : ret;
 }
 
+/* r joins (true) or leaves the table, under the write lock: holders' counts follow. */
+static void hold_region(struct uffdm_handler *h, struct uffdm_region *r, bool joins)
+{
+	if (!r->tail)
+		return;
+	for (unsigned int i = 0; i < h->nth; i++)
+		if (h->th[i].held)
+			uffdm__ps_hold(r, joins);
+	__atomic_store_n(&h->nwatched, h->nwatched + (joins ? 1 : UINT_MAX), __ATOMIC_RELAXED);
+}
+
 int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 {
 	struct uffdm_region **grown;
@@ -220,6 +231,7 @@ int uffdm_handler_region_add(struct uffdm_handler *h, struct uffdm_region *r)
 		(h->nregions - (unsigned int)pos) * sizeof(*h->regions));
 	h->regions[pos] = r;
 	h->nregions++;
+	hold_region(h, r, true);
 	__atomic_store_n(&r->handler, h, __ATOMIC_RELEASE);
 	/* a taken-over region: the dead server's faults come back, to us */
 	if (r->rewake) {
@@ -254,6 +266,7 @@ int uffdm_handler_region_remove(struct uffdm_handler *h, struct uffdm_region *r)
 		memmove(h->regions + i, h->regions + i + 1,
 			(h->nregions - i - 1) * sizeof(*h->regions));
 		h->nregions--;
+		hold_region(h, r, false);
 		__atomic_store_n(&r->handler, NULL, __ATOMIC_RELEASE);
 	}
 	pthread_rwlock_unlock(&h->lock);
@@ -404,22 +417,71 @@ static void serve_spill(struct hthread *t, uint64_t t0)
 	}
 }
 
-/* Serve one batch of at most max events; 0 when nothing was queued. */
-static int serve_batch(struct hthread *t, unsigned int max)
+/*
+ * The VMM's watchdog (watchdog.c) sees a fault waiting only while it is
+ * queued, or begun and not ended.  One this thread has read and not yet
+ * served is neither, and a SIGSTOP is taken on the way out of the very
+ * read() that returned it: the vCPU would sleep for ever beside a server
+ * that looks idle.  So a thread holds one fault begun on every watched
+ * region from before its read until the batch is served.  Regions come
+ * and go under the write lock, which gives a holder's count back or adds
+ * it (hold_region); a region's states cannot change while it is served.
+ */
+static void hold_batch(struct hthread *t, bool hold)
 {
-	uint64_t t0;
-	int n;
+	struct uffdm_handler *h = t->h;
 
-	n = uffdm_events_read(t->h->u, t->batch, max < BATCH ? max : BATCH, UFFDM_READ_NONBLOCK);
-	if (n <= 0)
-		return 0;
-	t0 = uffdm__now_ns();
+	/* held is only ever written by its own thread */
+	if (t->held == hold || (hold && !__atomic_load_n(&h->nwatched, __ATOMIC_RELAXED)))
+		return;
+	pthread_rwlock_rdlock(&h->lock);
+	for (unsigned int i = 0; i < h->nregions; i++)
+		uffdm__ps_hold(h->regions[i], hold);
+	t->held = hold;
+	pthread_rwlock_unlock(&h->lock);
+}
+
+void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
+
+/* Serve one batch of at most max events; 0 when nothing was queued. */
+/* A fault among batch[from, n) or the spill: still in hand. */
+static bool faults_left(const struct hthread *t, int from, int n)
+{
+	for (int i = from; i < n; i++)
+		if (is_fault(&t->batch[i]))
+			return true;
+	for (unsigned int i = 0; i < t->nspill; i++)
+		if (is_fault(&t->spill[i]))
+			return true;
+	return false;
+}
+
+static void serve_read(struct hthread *t, int n)
+{
+	uint64_t t0 = uffdm__now_ns();
+
+	if (uffdm__test_after_read)
+		uffdm__test_after_read(t->batch, n);
 	t->now = t0;
 	for (int i = 0; i < n; i++) {
+		/* an application's slow event callback with no fault behind it is no stall */
+		if (t->held && !is_fault(&t->batch[i]) && !faults_left(t, i + 1, n))
+			hold_batch(t, false);
 		serve(t, &t->batch[i], t0);
 		serve_spill(t, t0);
 	}
-	return n;
+}
+
+static int serve_batch(struct hthread *t, unsigned int max)
+{
+	int n;
+
+	hold_batch(t, true);
+	n = uffdm_events_read(t->h->u, t->batch, max < BATCH ? max : BATCH, UFFDM_READ_NONBLOCK);
+	if (n > 0)
+		serve_read(t, n);
+	hold_batch(t, false);
+	return n > 0 ? n : 0;
 }
 
 static void *handler_thread(void *arg)

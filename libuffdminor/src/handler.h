@@ -46,6 +46,8 @@ struct hthread {
 	struct uffdm_event batch[BATCH];
 	struct uffdm_event spill[BATCH];
 	unsigned int nspill;
+	/* holding one fault begun on each watched region (handler.c hold_batch) */
+	bool held;
 };
 
 struct uffdm_handler {
@@ -62,6 +64,7 @@ struct uffdm_handler {
 	pthread_rwlock_t lock;
 	struct uffdm_region **regions;
 	unsigned int nregions, cap;
+	unsigned int nwatched;	/* regions with shared states (a watchdog's) */
 	unsigned int started;
 	struct hthread *ext;	/* counters of application threads: th[threads] */
 	struct hthread th[];

@@ -502,6 +502,19 @@ static void tally(struct uffdm_region *r, size_t offset)
 					    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
+/*
+ * Work in hand that no count shows yet - fault messages read and not yet
+ * served, faults parked while pages are completed - held as one fault
+ * begun on r, and given back as begun, never as ended: it is no progress.
+ * begun >= ended holds at every instant, so the watchdog's difference of
+ * the two (ended loaded first) never underflows.
+ */
+void uffdm__ps_hold(struct uffdm_region *r, bool hold)
+{
+	if (r->tail)
+		__atomic_add_fetch(&r->tail->begun, hold ? 1 : UINT64_MAX, __ATOMIC_RELEASE);
+}
+
 void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
 		     const struct uffdm_event *ev)
 {
@@ -645,6 +658,8 @@ int uffdm__ps_complete(const struct ps_caller *c, struct uffdm_region *r, size_t
 		if (st == UFFDM_PAGE_FILLED || st == UFFDM_PAGE_FAILED || st == PS_COMPLETING)
 			return -EALREADY;
 	}
+	/* faults read while completing are parked, then woken: in hand till then */
+	uffdm__ps_hold(r, true);
 	svc_init(&s, c);
 	for (size_t o = off; o < off + len && !ret; o += 64 * r->page) {
 		size_t n = (off + len - o) / r->page;
@@ -652,6 +667,7 @@ int uffdm__ps_complete(const struct ps_caller *c, struct uffdm_region *r, size_t
 		ret = complete_chunk(&s, r, o, n < 64 ? n : 64, err);
 	}
 	svc_end(&s);
+	uffdm__ps_hold(r, false);
 	tally(r, offsetof(struct uffdm_state_tail, completed));
 	return ret;
 }

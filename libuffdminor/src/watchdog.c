@@ -41,6 +41,12 @@ struct uffdm_watchdog {
 	pthread_t tid;
 	struct uffdm__stall st;	/* stall detection, the thread's own */
 	uint64_t lost_at;	/* the last replacement's loss */
+	/*
+	 * Faults begun and never ended by lost servers: a server killed
+	 * while it held some leaves them counted for ever.  Not work the
+	 * server now has in hand.
+	 */
+	uint64_t stale;
 	struct uffdm_watchdog_report rep;
 };
 
@@ -126,7 +132,7 @@ static bool stalled(struct uffdm_watchdog *w, uint64_t now)
 	uint64_t inflight, n = served(w, &inflight);
 
 	return uffdm__stall_tick(&w->st, now, (uint64_t)w->p.stall_ms * 1000000, n,
-				 inflight || queued(w), deferred_cb, w);
+				 inflight > w->stale || queued(w), deferred_cb, w);
 }
 
 /* A socket, or a pidfd (its fdinfo names a Pid), else -EINVAL. */
@@ -187,6 +193,7 @@ static bool lose(struct uffdm_watchdog *w, enum uffdm_server_loss why, uint64_t 
 		w->pidfd = pidfd;
 		w->rep.replaced++;
 		w->st = (struct uffdm__stall){ .served = before, .progress_at = uffdm__now_ns() };
+		w->stale = inflight;
 		w->lost_at = now;
 		return false;
 	}

@@ -9,11 +9,15 @@
  *   row              server                             watchdog   outcome
  *   died_fail        killed, one fault deferred          death      SIGBUS on the waiting and the unserved
  *   stopped_fail     SIGSTOPped, a fault queued unread   stall      killed by the watchdog, SIGBUS
+ *   stopped_read     stopped right out of the read()      stall      killed by the watchdog, SIGBUS
+ *                    that returned the fault
  *   hung_fail        callback never returns               stall      killed by the watchdog, SIGBUS
  *   deferred_fail    defers a page, never completes       stall      SIGBUS (within two periods)
  *   slow_ok          every page slow, all of them slower  stall      no loss: every page right
  *   idle_ok          no fault for three periods, a slow   stall      no loss: every page right
  *   died_replace     killed with a fault deferred         lost()     the new server serves every page once
+ *   hung_replace     killed in a callback, then idle      lost()     served once each; what the dead
+ *                    for three stall limits                          held is no stall of the new one
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,6 +34,9 @@
 
 #include "common.h"
 #include "server.h"
+
+/* The library's internal test hook (src/pagestate.h; the static library keeps it). */
+extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
 
 #define NPAGES		8
 #define STALL_MS	300
@@ -99,7 +106,9 @@ struct row {
 	bool replace;
 	void (*adversary)(pid_t server, struct board *b);
 	bool first;			/* the adversary acts before the fault, not during it */
+	bool stop_on_read;		/* the server stops itself once it read page 1's fault */
 	unsigned int idle_ms;		/* before the reads after page 0 */
+	unsigned int idle_after_ms;	/* after every page was read */
 	/* expected */
 	bool lost;			/* pages 1.. fail (else every page reads right) */
 	unsigned int died, stalled;
@@ -113,6 +122,7 @@ struct vmm {
 	struct script sa, sb;
 	pid_t a, b_pid;
 	int ctl_a, ctl_b;
+	unsigned int took_over;
 	struct sigaction old_bus;
 };
 
@@ -122,6 +132,8 @@ static int take_over(enum uffdm_server_loss why, void *arg)
 	struct vmm *v = arg;
 
 	(void)why;
+	if (v->took_over++)	/* one spare: a second loss fails the pages */
+		return -1;
 	page_server_go(v->ctl_b);
 	return (int)syscall(SYS_pidfd_open, v->b_pid, 0);
 }
@@ -158,6 +170,22 @@ static void adv_stop(pid_t server, struct board *b)
 	assert_true(WIFSTOPPED(st));
 }
 
+/*
+ * The window no signal sent from outside can aim at: the fault is read,
+ * not yet served.  A SIGSTOP is taken right there, on the way out of the
+ * read() that returned it; the server's one handler thread stops there
+ * instead, in the library's hook (inherited by the forked server), and
+ * for good: job control cannot continue it as it can a stopped process.
+ */
+static uint64_t stop_lo, stop_hi;
+
+static void stop_after_read(const struct uffdm_event *ev, int n)
+{
+	for (int i = 0; i < n; i++)
+		while (ev[i].addr >= stop_lo && ev[i].addr < stop_hi)
+			pause();
+}
+
 static void adv_none(pid_t server, struct board *b)
 {
 	(void)server;
@@ -179,7 +207,13 @@ static void vmm_start(struct vmm *v, const struct mem_case *mc, const struct row
 	v->sa = (struct script){ .b = v->b };
 	memcpy(v->sa.act, row->act, sizeof(row->act));
 	v->sb = (struct script){ .b = v->b };	/* the spare fills every page */
+	if (row->stop_on_read) {	/* the server inherits it */
+		stop_lo = (uintptr_t)uffdm_region_view(v->r) + uffdm_region_page_size(v->r);
+		stop_hi = stop_lo + uffdm_region_page_size(v->r);
+		uffdm__test_after_read = stop_after_read;
+	}
 	v->a = page_server_fork(v->u, v->r, &pa, &v->ctl_a);
+	uffdm__test_after_read = NULL;
 	v->b_pid = -1;
 	if (row->replace)
 		v->b_pid = page_server_fork(v->u, v->r, &pb, &v->ctl_b);
@@ -279,6 +313,8 @@ static void run_row(void **state, const struct row *row)
 	check_pages(&v, row, &waiting);
 	print_message("# every page read %llu ms after the adversary started\n",
 		      (unsigned long long)(now_ms() - t0));
+	if (row->idle_after_ms)
+		usleep(row->idle_after_ms * 1000);
 	assert_int_equal(uffdm_watchdog_stop(w, &rep), 0);
 	check_report(&rep, row);
 	if (row->killed)
@@ -300,6 +336,16 @@ static void test_stopped_fail(void **state)
 {
 	static const struct row row = {
 		.stall_ms = STALL_MS, .adversary = adv_stop, .first = true, .lost = true,
+		.stalled = 1, .killed = true,
+	};
+
+	run_row(state, &row);
+}
+
+static void test_stopped_read(void **state)
+{
+	static const struct row row = {
+		.stall_ms = STALL_MS, .stop_on_read = true, .adversary = adv_none, .lost = true,
 		.stalled = 1, .killed = true,
 	};
 
@@ -357,6 +403,21 @@ static void test_died_replace(void **state)
 	run_row(state, &row);
 }
 
+/*
+ * Killed inside page 1's callback: the fault it had begun, and the batch it
+ * held, stay counted in the shared states for ever.  They are the dead
+ * server's, not work waiting on the new one: idle afterwards, no stall.
+ */
+static void test_hung_replace(void **state)
+{
+	static const struct row row = {
+		.act = { [1] = HANG }, .stall_ms = STALL_MS, .replace = true,
+		.adversary = adv_kill, .idle_after_ms = 3 * STALL_MS, .lost = true, .died = 1,
+	};
+
+	run_row(state, &row);
+}
+
 /* Wrong arguments are refused and nothing is started. */
 static void test_args(void **state)
 {
@@ -404,11 +465,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		CROSS(test_died_fail),
 		CROSS(test_stopped_fail),
+		CROSS(test_stopped_read),
 		CROSS(test_hung_fail),
 		CROSS(test_deferred_fail),
 		CROSS(test_slow_ok),
 		CROSS(test_idle_ok),
 		CROSS(test_died_replace),
+		CROSS(test_hung_replace),
 		CROSS(test_args),
 	};
 
