@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include <uffdminor.h>
 
@@ -84,6 +85,10 @@ struct workload {
 	/* when a thread first ran again after the last wl_resume(), 0 before */
 	_Atomic uint64_t t_running;
 	bool running;
+	/* wl_pause_boosted(): the caller's scheduling before it was boosted */
+	bool self_boosted;
+	int self_policy;
+	struct sched_param self_param;
 };
 
 void wl_format(uint8_t *mem, size_t size, const struct wl_opts *o);
@@ -96,6 +101,15 @@ int wl_hdr_check(const struct wl_hdr *h, size_t size, unsigned int nthreads);
 int wl_start_parked(struct workload *w, uint8_t *mem, size_t size, unsigned int nthreads);
 void wl_pause(struct workload *w);
 void wl_resume(struct workload *w);
+/*
+ * wl_pause() with the workload's threads and the caller at SCHED_FIFO until
+ * the threads park: the pause does not wait for a busy machine's CPUs.  The
+ * threads drop back when parked; the caller stays boosted until
+ * wl_unboost_self().  0, or -EPERM (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) after
+ * a plain wl_pause().
+ */
+int wl_pause_boosted(struct workload *w);
+void wl_unboost_self(struct workload *w);
 /* When the workload ran again after wl_resume(): its first thread out of park; 0 not yet. */
 uint64_t wl_running_since(struct workload *w);
 void wl_stop(struct workload *w);

@@ -233,6 +233,7 @@ static int precopy(struct src *s)
 static void pause_workload(struct src *s)
 {
 	uint64_t now;
+	int ret = 0;
 
 	now = lm_now_ns();
 	s->ops_before = (double)(wl_ops(&s->wl) - s->ops_start) * 1e9 /
@@ -240,7 +241,13 @@ static void pause_workload(struct src *s)
 	/* downtime starts when the workload is asked to stop */
 	s->t_pause = lm_now_ns();
 	lm_trace("lm src: pause");
-	wl_pause(&s->wl);
+	if (getenv("LM_NO_BOOST")) {
+		wl_pause(&s->wl);
+	} else if ((ret = wl_pause_boosted(&s->wl))) {
+		lm_msg(s->o, "source: paused at normal priority (SCHED_FIFO refused: %s); on a busy "
+		       "machine the pause waits for CPUs -- CAP_SYS_NICE or an RLIMIT_RTPRIO of 1 "
+		       "makes it immediate\n", strerror(-ret));
+	}
 	lm_trace("lm src: paused");
 	s->st.t_precopy_ns = s->t_pause - s->t_start;
 }
@@ -686,6 +693,12 @@ static int switch_over(struct src *s)
 		s->urg_running = true;
 	}
 	pause_workload(s);
+	/*
+	 * Boosted for the pause and, in minor mode, for the SWITCH that
+	 * follows at once; nothing O(memory) runs at SCHED_FIFO.
+	 */
+	if (s->o->mode != LM_MODE_MINOR)
+		wl_unboost_self(&s->wl);
 	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
 		return -EIO;
 	if (s->o->mode == LM_MODE_STOPCOPY)
@@ -693,6 +706,7 @@ static int switch_over(struct src *s)
 				 &s->st.pages_paused);
 	if (!ret)
 		ret = send_switch(s);
+	wl_unboost_self(&s->wl);
 	if (ret)
 		return ret;
 	/*

@@ -248,6 +248,47 @@ void wl_pause(struct workload *w)
 }
 
 /*
+ * Under load a CPU-bound workload thread can wait a whole time slice for a
+ * CPU before it sees the pause flag: with two busy loops on two CPUs the
+ * source's pause took up to 17 ms.  At SCHED_FIFO it preempts the loops at
+ * once and parks in microseconds.  The flag is set before anyone is
+ * boosted: a thread at FIFO that cannot see it yet would run ops and keep
+ * the pauser off its CPU.  RT throttling bounds a runaway.
+ */
+int wl_pause_boosted(struct workload *w)
+{
+	struct sched_param rt = { .sched_priority = 1 };
+	struct sched_param param[WL_MAX_THREADS];
+	int policy[WL_MAX_THREADS], ret;
+
+	atomic_store(&w->pause_req, 1);
+	pthread_getschedparam(pthread_self(), &w->self_policy, &w->self_param);
+	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+	if (ret) {
+		wl_pause(w);
+		return -ret;
+	}
+	w->self_boosted = true;
+	for (unsigned int t = 0; t < w->n; t++) {
+		pthread_getschedparam(w->tid[t], &policy[t], &param[t]);
+		pthread_setschedparam(w->tid[t], SCHED_FIFO, &rt);
+	}
+	wl_pause(w);
+	/* parked: asleep until wl_resume(), which must find them ordinary */
+	for (unsigned int t = 0; t < w->n; t++)
+		pthread_setschedparam(w->tid[t], policy[t], &param[t]);
+	return 0;
+}
+
+void wl_unboost_self(struct workload *w)
+{
+	if (!w->self_boosted)
+		return;
+	pthread_setschedparam(pthread_self(), w->self_policy, &w->self_param);
+	w->self_boosted = false;
+}
+
+/*
  * Broadcast after unlocking: woken threads would otherwise block on the
  * mutex we still hold and need a second wake-up each -- the probe trace
  * showed two cross-CPU wake-ups per thread at the destination's resume.  A
