@@ -697,10 +697,11 @@ static int switch_over(struct src *s)
 	 * Boosted for the pause and, in minor mode, for the SWITCH that
 	 * follows at once; nothing O(memory) runs at SCHED_FIFO.
 	 */
-	if (s->o->mode != LM_MODE_MINOR)
+	if (s->o->mode != LM_MODE_MINOR) {
 		wl_unboost_self(&s->wl);
-	if (s->o->mode != LM_MODE_MINOR && take_stale(s))
-		return -EIO;
+		if (take_stale(s))
+			return -EIO;
+	}
 	if (s->o->mode == LM_MODE_STOPCOPY)
 		ret = send_pages(s, s->dirty, LM_F_STOPCOPY, &s->st.bytes_paused,
 				 &s->st.pages_paused);
