@@ -35,6 +35,7 @@ need_packages() {
 		die "missing packages: ${missing[*]}; run as root or install them with apt-get"
 	mkdir -p "$K513_CACHE"
 	say "installing ${missing[*]}"
+	local t0=$SECONDS
 	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 		--no-install-recommends "${missing[@]}" >"$K513_CACHE/apt.log" 2>&1; then
 		# A fresh machine may have no package lists yet.
@@ -45,7 +46,28 @@ need_packages() {
 				"(full log: $K513_CACHE/apt.log)"
 	fi
 	[ -z "${K513_AUDIT:-}" ] || printf 'installed %s %s\n' "$PROG" "${missing[*]}" >>"$K513_AUDIT"
+	# what a fresh machine pays for these installs (tests/run-all's projection)
+	printf '%s %s\n' "$((SECONDS - t0))" "${missing[*]}" >>"$K513_CACHE/apt-costs"
 }
+
+# What an empty cache would cost. Whatever is made once and kept in the
+# cache (a kernel build, an unpacked tree, a chroot, a sysroot, the packages
+# apt installed) records the seconds it took to make; a run that finds it
+# made notes that cost in the ledger tests/run-all keeps (K513_LEDGER, one
+# "KEY SECONDS" line per use; the first line of a key counts), so a warm run
+# can project what the same run costs on a fresh machine.
+# cost_made FILE SECONDS: record what making a cached thing took.
+cost_made() { echo "$2" >"$1"; }
+# cost_note KEY FILE DEFAULT: the thing behind KEY was reused: its recorded
+# cost (DEFAULT where it predates the records) goes to the ledger.
+cost_note() {
+	local c
+	[ -n "${K513_LEDGER:-}" ] || return 0
+	c=$(cat "$2" 2>/dev/null) || c=$3
+	printf '%s %s\n' "$1" "${c:-$3}" >>"$K513_LEDGER"
+}
+# cost_new KEY: made in this run, so its cost is in the run's own time.
+cost_new() { [ -z "${K513_LEDGER:-}" ] || printf '%s 0\n' "$1" >>"$K513_LEDGER"; }
 
 # Packages every part of the pipeline needs.
 # shellcheck disable=SC2034 # used by the scripts that source this file
@@ -159,7 +181,12 @@ K513_SYSROOT_PACKAGES=(busybox-static libcmocka0 libcmocka-dev libsodium23 libso
 foreign_sysroot() {
 	local arch=$1 dir apt deb p
 	dir=$K513_CACHE/sysroot/$arch-$(echo "${K513_SYSROOT_PACKAGES[*]}" | sha256sum | cut -c1-12)
-	[ -e "$dir/.complete" ] && { echo "$dir/root"; return 0; }
+	if [ -e "$dir/.complete" ]; then
+		cost_note "sysroot:${dir##*/}" "$dir/cost" 15
+		echo "$dir/root"
+		return 0
+	fi
+	local t0=$SECONDS
 	[ "$(id -u)" -eq 0 ] ||
 		die "the $arch sysroot ($dir) is not there yet: run once as root to fetch" \
 			"${K513_SYSROOT_PACKAGES[*]} for $arch"
@@ -182,6 +209,8 @@ foreign_sysroot() {
 		dpkg-deb -x "$deb" "$dir/root"
 	done
 	rm -rf "$dir/lists" "$dir/archives"
+	cost_made "$dir/cost" "$((SECONDS - t0))"
+	cost_new "sysroot:${dir##*/}"
 	touch "$dir/.complete"
 	echo "$dir/root"
 }
