@@ -81,10 +81,54 @@ const struct kfr_title_form *kfr_title_forms(size_t *n)
 	return forms;
 }
 
+/*
+ * @pat against [s, e): '*' any run of characters, '#' one digit. With
+ * @open_end the pattern may end before @e (a PREFIX or SUB rule).
+ */
+static bool glob(const char *pat, const char *s, const char *e, bool open_end)
+{
+	for (; *pat; pat++, s++) {
+		if (*pat == '*') {
+			for (const char *t = e; t >= s; t--)
+				if (glob(pat + 1, t, e, open_end))
+					return true;
+			return false;
+		}
+		if (s == e || (*pat == '#' ? !isdigit((unsigned char)*s) : *pat != *s))
+			return false;
+	}
+	return open_end || s == e;
+}
+
+/* A rule whose text has a wildcard: rare, so slower than memmem() is fine. */
+static bool glob_rule(const struct skip_rule *k, const char *fn, size_t fl)
+{
+	const char *e = fn + fl;
+
+	switch (k->how) {
+	case EXACT:
+		return glob(k->text, fn, e, false);
+	case PREFIX:
+		return glob(k->text, fn, e, true);
+	case SUFFIX:
+		for (const char *s = fn; s <= e; s++)
+			if (glob(k->text, s, e, false))
+				return true;
+		return false;
+	default:
+		for (const char *s = fn; s <= e; s++)
+			if (glob(k->text, s, e, true))
+				return true;
+		return false;
+	}
+}
+
 static bool rule_matches(const struct skip_rule *k, const char *fn, size_t fl)
 {
 	size_t tl = strlen(k->text);
 
+	if (strpbrk(k->text, "*#"))
+		return glob_rule(k, fn, fl);
 	switch (k->how) {
 	case EXACT:
 		return fl == tl && !memcmp(fn, k->text, tl);
