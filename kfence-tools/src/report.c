@@ -1011,11 +1011,37 @@ static void parse_escaped(struct kfr_parser *p, const char *msg, const struct kf
 	free(buf);
 }
 
+/* Records were lost on @host ("": any host): its open reports miss lines. */
+static void lost_on(struct kfr_parser *p, const char *host)
+{
+	for (size_t i = 0; i < p->n_slots; i++) {
+		struct kfr_slot *sl = p->slots[i];
+
+		if (sl->active && !sl->gap && (!host[0] || !strcmp(sl->host, host)))
+			sl->gap = KFR_R_LOST;
+	}
+}
+
 void kfr_parser_lost(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < p->n_slots; i++)
-		if (p->slots[i]->active && !p->slots[i]->gap)
-			p->slots[i]->gap = KFR_R_LOST;
+	lost_on(p, "");
+}
+
+/*
+ * The log says it lost lines: a console's "** 23 printk messages dropped
+ * **" (5.10+ on a line of its own, before that in front of the next line
+ * printed) or journald's "Missed 23 kernel messages" (it fell behind
+ * /dev/kmsg). Any report open on that host may have lost lines, of its own
+ * or of its end, that nothing else would tell.
+ */
+static bool says_lines_lost(const char *line)
+{
+	const char *m;
+
+	if (strstr(line, "printk messages dropped"))
+		return true;
+	m = strstr(line, "Missed ");
+	return m && strstr(m, " kernel messages");
 }
 
 static void finish_all(struct kfr_parser *p, const char *reason)
@@ -1141,6 +1167,8 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		return;
 	}
 	msg = kfr_message(line, &px);
+	if (p->n_active && says_lines_lost(line))
+		lost_on(p, px.host);
 	if (px.seq >= 0) {
 		/* /dev/kmsg numbers every record: a jump is a loss, a step
 		 * back another boot (or another log appended)

@@ -89,7 +89,7 @@ struct kfr_report {
 #define KFR_R_TRUNCATED "truncated"		/* input ended inside it */
 #define KFR_R_INTERRUPTED "interrupted"		/* a new report began */
 #define KFR_R_INTERLEAVED "interleaved"		/* began inside another: lines mixed */
-#define KFR_R_LOST "lost-records"		/* sequence gap or EPIPE */
+#define KFR_R_LOST "lost-records"		/* sequence gap, EPIPE, "messages dropped" */
 #define KFR_R_FILTERED "filtered"		/* only KERN_ERR lines: console loglevel */
 #define KFR_R_NO_DETAIL "no-detail"
 #define KFR_R_NO_STACK "no-stack"
