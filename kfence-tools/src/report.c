@@ -935,6 +935,40 @@ static void body_line(struct kfr_slot *sl, const char *s, size_t n)
 	}
 }
 
+/*
+ * A line of another task's stack dump (show_stack(), the hung-task and
+ * lockup detectors, sched_show_task()): KFENCE prints none of these before
+ * its footer, and its stack_trace_print() never prints a "? " frame.
+ */
+static bool foreign_trace_line(const char *s, size_t n)
+{
+	static const char *const marks[] = {
+		"Call Trace:", "Call trace:", "<TASK>", "</TASK>", "<IRQ>", "</IRQ>",
+		"<NMI>", "</NMI>", "INFO: task ",
+	};
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (starts(s, marks[i]))
+			return true;
+	if (starts(s, "task:") && strstr(s, " state:"))
+		return true;
+	return s[0] == '?' && s[1] == ' ' && is_frame(s, n);
+}
+
+/*
+ * Without caller ids (or an Android CPU column) another task's stack dump
+ * mixes its frames into a KFENCE report's own: once one of its lines shows
+ * up before the footer, no frame of the report can be trusted to be its
+ * own, and the title may not take one (interleaved: set_guilty()).
+ */
+static void check_foreign(struct kfr_slot *sl, const char *s, size_t n,
+			  const struct kfr_prefix *px)
+{
+	if (sl->kasan || px->caller[0] || px->cpu >= 0 || sl->section == KFR_TAIL)
+		return;
+	seen_twice(sl, foreign_trace_line(s, n));
+}
+
 static void parse_message(struct kfr_parser *p, const char *msg, const struct kfr_prefix *px)
 {
 	const char *s = skip_space(msg);
@@ -971,6 +1005,7 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		emit(p, sl, KFR_R_TOO_LONG);
 		return;
 	}
+	check_foreign(sl, s, n, px);
 	body_line(sl, s, n);
 }
 
