@@ -29,7 +29,8 @@ void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq)
 	if (seq < 0 || c->n_held >= KFR_CURSOR_HELD)
 		return;
 	v = realloc(c->held, (c->n_held + 1) * sizeof(*v));
-	if (!v || !(v[c->n_held] = strdup(rec))) {
+	/* a record is under 1024 bytes: a longer line is no record's */
+	if (!v || !(v[c->n_held] = strndup(rec, KFR_MAX_LINE))) {
 		perror("kfence-report");
 		exit(1);
 	}
@@ -209,7 +210,7 @@ static char *sdup(const char *s)
 
 void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const char *seen)
 {
-	char key[2048];
+	char key[8192];
 	struct bucket *k = NULL;
 
 	kfr_bucket(r, b->frames, key, sizeof(key));
@@ -454,11 +455,24 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 	return ret;
 }
 
-/* A JSON string at @s (after its opening quote) into a new C string. */
+/* Where the JSON string at @s (after its opening quote) ends. */
+static const char *json_string_end(const char *s)
+{
+	for (; *s && *s != '"'; s++)
+		if (*s == '\\' && !*++s)
+			break;
+	return s;
+}
+
+/*
+ * A JSON string at @s (after its opening quote) into a new C string, a
+ * field of at most KFR_MAX_FIELD bytes: each string costs its own length,
+ * not the rest of the line's.
+ */
 static char *json_string_at(const char *s, const char **end)
 {
-	size_t cap = strlen(s) + 1, n = 0;
-	char *d = malloc(cap);
+	size_t n = 0;
+	char *d = malloc((size_t)(json_string_end(s) - s) + 1), *f;
 	unsigned int u;
 
 	if (!d)
@@ -483,7 +497,11 @@ static char *json_string_at(const char *s, const char **end)
 	d[n] = '\0';
 	if (end)
 		*end = *s == '"' ? s + 1 : s;
-	return d;
+	if (n <= KFR_MAX_FIELD)
+		return d;
+	f = kfr_field(d, n);
+	free(d);
+	return f;
 }
 
 /* The string value of top-level "key" in one of our records, or NULL. */
@@ -529,7 +547,7 @@ bool kfr_json_record(const char *line, struct kfr_report *r)
 	r->host = json_field(line, "host", tail && tail - line > 200 ? tail - 200 : NULL);
 	r->wallclock = tail ? json_field(tail, "wallclock", NULL) : NULL;
 	if (tail && (e = strstr(tail, ",\"time\":")) && e[8] != 'n')
-		r->time = strndup(e + 8, strspn(e + 8, "0123456789."));
+		r->time = kfr_field(e + 8, strspn(e + 8, "0123456789."));
 	r->complete = strstr(line, ",\"complete\":true") != NULL;
 	return r->title != NULL;
 }

@@ -156,62 +156,99 @@ static void print_report(const struct kfr_report *r, void *arg)
 	save_cursor(c);
 }
 
-static void print_report(const struct kfr_report *r, void *arg);
+/*
+ * Input is read in blocks; a line is handed on whole up to READ_LINE bytes
+ * (a --summary JSON record is under 400 KiB: fields of KFR_MAX_FIELD bytes,
+ * escaped), and a longer one cut there, the rest of it read and dropped:
+ * memory stays within the block whatever the input, and each byte is
+ * looked at a bounded number of times, from a file or from a pipe.
+ */
+#define READ_BLOCK (4u << 20)
+#define READ_LINE (1u << 20)
 
-/* Give @p the whole lines of buf[0, *len); keep the rest (a cut line). */
-static void parse_block(struct kfr_parser *p, char *buf, size_t *len, bool eof)
+/* What one line is for: the parser, --summary, or --kmsg's records. */
+typedef void (*line_fn)(struct ctx *c, char *line);
+
+struct reader {
+	struct ctx *c;
+	line_fn fn;
+	bool skip;		/* pass over runs of lines no report needs */
+	bool dropping;		/* in the rest of a line cut at READ_LINE */
+};
+
+static volatile sig_atomic_t stopping;
+
+/* The lines of [s, last) to rd->fn; @last has a byte of room for a NUL. */
+static void give_lines(struct reader *rd, char *s, char *last)
 {
-	char *s = buf, *end = buf + *len, *nl, *last;
 	struct kfr_scan sc = { 0 };
+	char *nl;
 
-	/* the lines up to the last newline, or all at the end of input */
-	for (last = end; last > buf && last[-1] != '\n'; last--)
-		;
-	if (eof)
-		last = end;
-	while (s < last) {
-		s = (char *)kfr_parser_skip(p, &sc, s, last);
-		if (s >= last)
-			break;
+	while (s < last && !stopping) {
+		if (rd->skip) {
+			s = (char *)kfr_parser_skip(rd->c->parser, &sc, s, last);
+			if (s >= last)
+				break;
+		}
 		nl = memchr(s, '\n', (size_t)(last - s));
-		if (nl)
-			*nl = '\0';
-		else
-			*last = '\0';	/* the buffer has room for it */
-		kfr_parser_line(p, s);
+		*(nl ? nl : last) = '\0';
+		rd->fn(rd->c, s);
 		s = nl ? nl + 1 : last;
 	}
-	*len = (size_t)(end - last);
-	memmove(buf, last, *len);
 }
 
 /*
- * A log read in big blocks: outside reports, the parser's scan skips
- * whole runs of lines at memmem() speed. Line by line (getline) only for
- * --summary, which also reads JSON records.
+ * buf[0, *len) holds the start of a line, then @fresh bytes just read:
+ * hand on the lines they end, keep the one they begin. Only the fresh
+ * bytes are searched, so a line that comes in many reads costs no more
+ * than a short one.
  */
-static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
+static void take(struct reader *rd, char *buf, size_t *len, size_t fresh, bool eof)
 {
-	size_t cap = 1 << 22, len = 0;
-	char *buf = malloc(cap + 1);
-	int fd = fileno(f), ret = 0;
+	char *nl;
+
+	if (rd->dropping) {
+		nl = memchr(buf, '\n', *len);
+		if (!nl) {
+			*len = 0;
+			return;
+		}
+		rd->dropping = false;
+		*len -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, *len);
+		fresh = *len;
+	}
+	nl = memrchr(buf + *len - fresh, '\n', fresh);
+	if (eof) {
+		give_lines(rd, buf, buf + *len);
+		*len = 0;
+	} else if (nl) {
+		give_lines(rd, buf, nl + 1);
+		*len -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, *len);
+	}
+	if (*len > READ_LINE) {
+		/* no line is that long: its start is all anyone gets */
+		give_lines(rd, buf, buf + READ_LINE);
+		rd->dropping = true;
+		*len = 0;
+	}
+}
+
+static int read_lines(struct ctx *c, int fd, const char *name, line_fn fn, bool skip)
+{
+	struct reader rd = { .c = c, .fn = fn, .skip = skip };
+	char *buf = malloc(READ_BLOCK + 1);
+	size_t len = 0;
 	ssize_t n;
+	int ret = 0;
 
 	if (!buf) {
 		perror("kfence-report");
 		exit(1);
 	}
-	for (;;) {
-		if (len == cap) {
-			/* a line longer than the buffer: make room for it */
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-			if (!buf) {
-				perror("kfence-report");
-				exit(1);
-			}
-		}
-		n = read(fd, buf + len, cap - len);
+	while (!stopping) {
+		n = read(fd, buf + len, READ_BLOCK - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -220,7 +257,7 @@ static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
 			break;
 		}
 		len += (size_t)n;
-		parse_block(p, buf, &len, n == 0);
+		take(&rd, buf, &len, (size_t)n, n == 0);
 		if (n == 0)
 			break;
 	}
@@ -228,33 +265,38 @@ static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
 	return ret;
 }
 
+static void parser_line(struct ctx *c, char *line)
+{
+	kfr_parser_line(c->parser, line);
+}
+
+/* --summary also reads the JSON records a fleet's collectors wrote. */
+static void summary_line(struct ctx *c, char *line)
+{
+	struct kfr_report rec;
+
+	if (line[0] == '{') {
+		memset(&rec, 0, sizeof(rec));
+		if (kfr_json_record(line, &rec)) {
+			print_report(&rec, c);
+			kfr_report_clear(&rec);
+			return;
+		}
+		kfr_report_clear(&rec);
+	}
+	kfr_parser_line(c->parser, line);
+}
+
+/*
+ * A log read in big blocks: outside reports, the parser's scan skips
+ * whole runs of lines at memmem() speed (JSON records hold a title, so
+ * --summary's are not skipped).
+ */
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
 	struct ctx *c = p->arg;
-	struct kfr_report rec;
-	char *line = NULL;
-	size_t cap = 0;
-	int ret = 0;
 
-	if (!c->buckets)
-		return read_blocks(p, f, name);
-	memset(&rec, 0, sizeof(rec));
-	kfr_report_clear(&rec);
-	while (getline(&line, &cap, f) >= 0) {
-		/* --summary of the records a fleet's collectors wrote */
-		if (c->buckets && line[0] == '{' && kfr_json_record(line, &rec)) {
-			print_report(&rec, c);
-			continue;
-		}
-		kfr_parser_line(p, line);
-	}
-	kfr_report_clear(&rec);
-	if (ferror(f)) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", name, strerror(errno));
-		ret = 1;
-	}
-	free(line);
-	return ret;
+	return read_lines(c, fileno(f), name, c->buckets ? summary_line : parser_line, true);
 }
 
 static int read_file(struct kfr_parser *p, const char *path)
@@ -273,8 +315,6 @@ static int read_file(struct kfr_parser *p, const char *path)
 	fclose(f);
 	return ret;
 }
-
-static volatile sig_atomic_t stopping;
 
 static void on_stop(int sig)
 {
@@ -364,27 +404,12 @@ static int open_kmsg(const char *path, bool follow)
  */
 static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
 {
-	FILE *f;
-	char *line = NULL;
-	size_t cap = 0;
-	int ret = 0;
+	int ret;
 
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	f = fdopen(fd, "r");
-	if (!f) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	while (!stopping && getline(&line, &cap, f) >= 0)
-		kmsg_record(c, line);
-	if (ferror(f) && !stopping) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
-		ret = 1;
-	}
-	free(line);
-	fclose(f);
-	return ret;
+	ret = read_lines(c, fd, path, kmsg_record, false);
+	close(fd);
+	return stopping ? 0 : ret;
 }
 
 static int read_kmsg(struct ctx *c, const char *path, bool follow)

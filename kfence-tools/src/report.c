@@ -37,10 +37,28 @@ static char *xstrndup(const char *s, size_t n)
 	return d;
 }
 
+char *kfr_field(const char *s, size_t n)
+{
+	const size_t mark = sizeof(KFR_CUT_MARK) - 1, keep = KFR_MAX_FIELD - mark;
+	char *d;
+
+	n = strnlen(s, n);
+	if (n <= KFR_MAX_FIELD)
+		return xstrndup(s, n);
+	d = malloc(KFR_MAX_FIELD + 1);
+	if (!d) {
+		perror("kfence-report");
+		exit(1);
+	}
+	memcpy(d, s, keep);
+	memcpy(d + keep, KFR_CUT_MARK, mark + 1);
+	return d;
+}
+
 static void set_str(char **dst, const char *s, size_t n)
 {
 	free(*dst);
-	*dst = xstrndup(s, n);
+	*dst = kfr_field(s, n);
 }
 
 static bool starts(const char *s, const char *prefix)
@@ -99,6 +117,7 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
+	sl->stack_text = 0;
 	sl->gap = NULL;
 }
 
@@ -258,17 +277,24 @@ static bool is_frame(const char *s, size_t n)
 	return frame_line(s, n, &off, &len);
 }
 
-static void stack_add(struct kfr_stack *st, const char *s, size_t n)
+/* A frame of @st, unless the report holds KFR_MAX_STACK_TEXT bytes of them. */
+static void stack_add(struct kfr_slot *sl, struct kfr_stack *st, const char *s, size_t n)
 {
 	size_t off, len;
 
 	if (st->n >= KFR_MAX_FRAMES)
 		return;
 	skip_frame_address(&s, &n);
+	if (sl->stack_text + n > KFR_MAX_STACK_TEXT) {
+		if (!sl->gap)
+			sl->gap = KFR_R_TOO_LONG;
+		return;
+	}
+	sl->stack_text += n;
 	/* a symbolized log's file:line is the frame's source */
 	if (frame_line(s, n, &off, &len) && len)
-		st->src[st->n] = xstrndup(s + off, len);
-	st->frames[st->n++] = xstrndup(s, n);
+		st->src[st->n] = kfr_field(s + off, len);
+	st->frames[st->n++] = kfr_field(s, n);
 }
 
 /* "F+0x1/0x2 [mod buildid]" -> function F, module mod */
@@ -480,7 +506,7 @@ static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 			size_t n = strspn(at + 4, "0123456789.");
 
 			if (n)
-				t->time = xstrndup(at + 4, n);
+				t->time = kfr_field(at + 4, n);
 		}
 	}
 	return true;
@@ -780,7 +806,8 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 	return sl;
 }
 
-static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+static struct kfr_slot *start_report(struct kfr_parser *p, const char *title,
+				     const struct kfr_prefix *px)
 {
 	bool kasan = starts(title, "BUG: KASAN: ");
 	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
@@ -792,6 +819,7 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 		parse_kasan_title(&sl->cur, s, trimmed_len(s));
 	else
 		parse_title(&sl->cur, s, trimmed_len(s));
+	return sl;
 }
 
 /*
@@ -884,7 +912,7 @@ static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
 			r->size = strtol(c + 9, NULL, 10);
 		sl->object_line = true;
 	} else if ((st = section_stack(sl)) && is_frame(s, n)) {
-		stack_add(st, s, n);
+		stack_add(sl, st, s, n);
 	}
 }
 
@@ -925,13 +953,13 @@ static void body_line(struct kfr_slot *sl, const char *s, size_t n)
 	} else if (sl->section == KFR_HEAD && !r->stack.n && is_frame(s, n)) {
 		/* the detail line was lost: frames still belong to it */
 		sl->section = KFR_STACK;
-		stack_add(&r->stack, s, n);
+		stack_add(sl, &r->stack, s, n);
 	} else if (parse_detail(r, s)) {
 		seen_twice(sl, true);
 	} else {
 		st = section_stack(sl);
 		if (st && is_frame(s, n))
-			stack_add(st, s, n);
+			stack_add(sl, st, s, n);
 	}
 }
 
@@ -969,6 +997,13 @@ static void check_foreign(struct kfr_slot *sl, const char *s, size_t n,
 	seen_twice(sl, foreign_trace_line(s, n));
 }
 
+/* A report with a line longer than the kernel prints is no sound one. */
+static void cut_in(const struct kfr_parser *p, struct kfr_slot *sl)
+{
+	if (p->line_cut && !sl->gap)
+		sl->gap = KFR_R_TOO_LONG;
+}
+
 static void parse_message(struct kfr_parser *p, const char *msg, const struct kfr_prefix *px)
 {
 	const char *s = skip_space(msg);
@@ -985,7 +1020,8 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 			return;
 	}
 	if (title) {
-		start_report(p, title, px);
+		sl = start_report(p, title, px);
+		cut_in(p, sl);
 		return;
 	}
 	sl = slot_find(p, px);
@@ -1005,6 +1041,7 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		emit(p, sl, KFR_R_TOO_LONG);
 		return;
 	}
+	cut_in(p, sl);
 	check_foreign(sl, s, n, px);
 	body_line(sl, s, n);
 }
@@ -1186,12 +1223,27 @@ const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
 	return line;
 }
 
+/*
+ * Only the first KFR_MAX_LINE bytes of a line are looked at (the kernel
+ * prints under 1024): no line costs more than that, whatever its length.
+ */
+static const char *cap_line(struct kfr_parser *p, const char *line)
+{
+	p->line_cut = strnlen(line, KFR_MAX_LINE + 1) > KFR_MAX_LINE;
+	if (!p->line_cut)
+		return line;
+	memcpy(p->cut_line, line, KFR_MAX_LINE);
+	p->cut_line[KFR_MAX_LINE] = '\0';
+	return p->cut_line;
+}
+
 void kfr_parser_line(struct kfr_parser *p, const char *line)
 {
 	struct kfr_prefix px;
 	const char *msg;
 
 	p->lineno++;
+	line = cap_line(p, line);
 	/* Nearly every line of a log is no report's: outside a report only a
 	 * title matters, or a detail line whose title was lost. The sequence
 	 * numbers skipped are unknown, not lost.

@@ -19,6 +19,19 @@
 /* KFENCE_STACK_DEPTH in the kernel; more frames means garbled input. */
 #define KFR_MAX_FRAMES 64
 
+/*
+ * What the parser keeps of any input, so that a line of any length or a
+ * log of any size costs memory in proportion to the reports open only
+ * (kfence-report(1), LIMITS). The kernel prints no line over 1024 bytes.
+ */
+#define KFR_MAX_LINE 4096	/* bytes of a line looked at; the rest is cut */
+#define KFR_MAX_FIELD 1024	/* bytes of a string field, its cut mark included */
+#define KFR_CUT_MARK "[cut]"	/* ends a field that was longer than that */
+#define KFR_MAX_STACK_TEXT 32768	/* bytes of all the frames of one report */
+
+/* A field of @s[0, n): at most KFR_MAX_FIELD bytes, ending in KFR_CUT_MARK if cut. */
+char *kfr_field(const char *s, size_t n);
+
 struct kfr_stack {
 	char *frames[KFR_MAX_FRAMES];	/* as printed, without leading space */
 	char *src[KFR_MAX_FRAMES];	/* file:line from --vmlinux, or NULL */
@@ -119,6 +132,7 @@ struct kfr_slot {
 	bool object_line;
 	bool footer;
 	bool kasan;		/* a KASAN report: its call trace follows the footer */
+	size_t stack_text;	/* bytes of frames kept, up to KFR_MAX_STACK_TEXT */
 	const char *gap;	/* a KFR_R_* reason met while reading it */
 	struct kfr_report cur;
 };
@@ -132,6 +146,8 @@ struct kfr_parser {
 	const char *host;	/* of the line being parsed (not owned) */
 	char release[64];	/* netconsole's release prefix, or "" */
 	unsigned long count;	/* reports emitted */
+	bool line_cut;		/* the line being parsed was over KFR_MAX_LINE */
+	char cut_line[KFR_MAX_LINE + 1];	/* its first KFR_MAX_LINE bytes */
 	/* the reports being read: no cap, a slot is reused once emitted */
 	struct kfr_slot **slots;
 	size_t n_slots;

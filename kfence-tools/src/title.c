@@ -249,15 +249,10 @@ size_t kfr_frame_function(const char *frame, char *buf, size_t size)
 	return n;
 }
 
+/* A title string: capped as any field (a cut one says so). */
 static char *xstrdup(const char *s)
 {
-	char *d = strdup(s);
-
-	if (!d) {
-		perror("kfence-report");
-		exit(1);
-	}
-	return d;
+	return kfr_field(s, strlen(s));
 }
 
 static bool inline_frame(const char *f)
@@ -287,7 +282,7 @@ static void set_guilty(struct kfr_report *r, int extra)
 {
 	/* an interleaved report's stack may be another report's */
 	bool own = !(r->reason && !strcmp(r->reason, KFR_R_INTERLEAVED));
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	int fam;
 
 	for (size_t i = 0; i <= (own ? r->stack.n : 0); i++) {
@@ -394,7 +389,7 @@ static void expand(const char *fmt, const struct kfr_report *r, char *buf, size_
 
 void kfr_set_titles(struct kfr_report *r)
 {
-	char buf[512];
+	char buf[2 * KFR_MAX_FIELD];
 	bool kasan = r->detector && !strcmp(r->detector, "kasan");
 	size_t i;
 
@@ -433,7 +428,7 @@ void kfr_set_titles(struct kfr_report *r)
 bool kfr_kasan_bad_access(const char *t, char *buf, size_t size)
 {
 	const char *k = strstr(t, "KASAN: "), *in;
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	size_t kl;
 	bool is_free;
 
@@ -457,7 +452,7 @@ bool kfr_kasan_bad_access(const char *t, char *buf, size_t size)
 
 void kfr_bucket(const struct kfr_report *r, int frames, char *buf, size_t size)
 {
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	size_t len, i = 0;
 	int taken = 0;
 
