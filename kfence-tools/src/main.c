@@ -602,10 +602,11 @@ int main(int argc, char **argv)
 		ret = read_kmsg(&c, kmsg, follow);
 	else if (optind == argc)
 		ret = read_stream(&p, stdin, "standard input");
-	for (; optind < argc; optind++) {
+	/* the files of one host (rotated logs, in order) are one stream */
+	for (int first = optind; optind < argc; optind++) {
+		if (optind > first)
+			kfr_parser_next_input(&p);
 		ret |= read_file(&p, argv[optind]);
-		/* a report cut at the end of one file must not swallow the next */
-		kfr_parser_finish(&p);
 	}
 	/* A collector with a cursor leaves a report still being printed to
 	 * its next run, which reads it again from its title.

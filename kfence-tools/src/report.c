@@ -118,6 +118,7 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
 	sl->stack_text = 0;
+	sl->at_end_of_input = false;
 	sl->gap = NULL;
 }
 
@@ -660,6 +661,18 @@ static const char *missing(const struct kfr_slot *sl)
 	return NULL;
 }
 
+/*
+ * Why the report in @sl is not whole at a ruler. A ruler first thing in
+ * the next input, after a report the last one cut short, is most likely
+ * the next report's opening one: the report was truncated there.
+ */
+static const char *ruler_closes(const struct kfr_slot *sl)
+{
+	const char *why = missing(sl);
+
+	return why && !sl->gap && sl->at_end_of_input ? KFR_R_TRUNCATED : why;
+}
+
 static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
 {
 	struct kfr_report *r = &sl->cur;
@@ -780,6 +793,9 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 	if (sl && lost_some(sl)) {
 		/* its end was most likely among the records lost */
 		emit(p, sl, KFR_R_LOST);
+	} else if (sl && sl->at_end_of_input) {
+		/* the last input ended inside it, and this one goes on elsewhere */
+		emit(p, sl, sl->gap ? sl->gap : KFR_R_TRUNCATED);
 	} else if (sl) {
 		/* Without caller ids, a report whose footer was not seen yet
 		 * may still be printing on another CPU: its remaining lines
@@ -1032,9 +1048,10 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 	if (px->seq >= 0)
 		sl->cur.last_seq = px->seq;
 	if (is_ruler(s, n)) {
-		emit(p, sl, missing(sl));
+		emit(p, sl, ruler_closes(sl));
 		return;
 	}
+	sl->at_end_of_input = false;
 	if (!n)
 		return;
 	if (++sl->body_lines > KFR_MAX_BODY) {
@@ -1272,6 +1289,13 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		parse_escaped(p, msg, &px);
 	else
 		parse_message(p, msg, &px);
+}
+
+void kfr_parser_next_input(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active)
+			p->slots[i]->at_end_of_input = true;
 }
 
 void kfr_parser_finish_lost(struct kfr_parser *p)

@@ -133,6 +133,7 @@ struct kfr_slot {
 	bool footer;
 	bool kasan;		/* a KASAN report: its call trace follows the footer */
 	size_t stack_text;	/* bytes of frames kept, up to KFR_MAX_STACK_TEXT */
+	bool at_end_of_input;	/* its last line so far ended an input (a file) */
 	const char *gap;	/* a KFR_R_* reason met while reading it */
 	struct kfr_report cur;
 };
@@ -174,6 +175,13 @@ const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
 void kfr_parser_lost(struct kfr_parser *p);
 /* Emit the open reports that lost records (a collector's end of run). */
 void kfr_parser_finish_lost(struct kfr_parser *p);
+/*
+ * The next input (file) of the same stream begins: rotated logs of one
+ * host, in order. A report open at the end of the last one goes on with
+ * this one's lines; if a new report of its task begins first, it was cut
+ * there (truncated), and is not mixed with the new one.
+ */
+void kfr_parser_next_input(struct kfr_parser *p);
 /* End of one input (a file): open reports are emitted as truncated, and
  * what the parser holds is freed (it can go on with the next input).
  */

@@ -50,6 +50,25 @@ head -n 110 "$data/drill-dmesg.log" >"$t/cut.log"
 check "$(grep -c ' complete$' "$t/out"):$(grep -c 'incomplete:truncated$' "$t/out")" "10:1" \
 	"a file cut mid-report (3 whole, 1 cut) then a whole file (7): 10 complete, 1 truncated"
 
+# Rotated logs (issue 33): the files of one host are one stream, in order.
+# At every line of the drill log, split into syslog.1 and syslog: the two
+# files give what the log gives whole, seven complete reports.
+lines=$(wc -l <"$data/drill-dmesg.log") k=1 differ=0
+"$kr" --json "$data/drill-dmesg.log" | sed 's/,"line":[0-9]*//' >"$t/whole"
+while [ "$k" -lt "$lines" ]; do
+	head -n "$k" "$data/drill-dmesg.log" >"$t/syslog.1"
+	tail -n "+$((k + 1))" "$data/drill-dmesg.log" >"$t/syslog"
+	"$kr" --json "$t/syslog.1" "$t/syslog" | sed 's/,"line":[0-9]*//' >"$t/out"
+	cmp -s "$t/out" "$t/whole" || differ=$((differ + 1))
+	k=$((k + 1))
+done
+check "$(grep -c '"complete":true' "$t/whole"):$differ" "7:0" \
+	"a report split across a rotation at any of $((lines - 1)) lines: as the whole log, 7 complete"
+head -n 110 "$data/drill-dmesg.log" >"$t/syslog.1"
+tail -n +111 "$data/drill-dmesg.log" >"$t/syslog"
+check "$("$kr" --summary "$t/syslog.1" "$t/syslog" | awk 'NR > 1 { n += $2 } END { print n }')" 7 \
+	"--summary of the two files: 7 complete"
+
 # Field types: every record has every field, each always of one type.
 if command -v jq >/dev/null; then
 	"$kr" --json "$data/kunit-dmesg.log" "$data/drill-kmsg.log" "$t/cut.log" >"$t/all.json"
