@@ -39,6 +39,7 @@ struct ctx {
 static void usage(FILE *f)
 {
 	fputs("usage: kfence-report [OPTION...] [FILE...]\n"
+	      "       kfence-report [OPTION...] --follow FILE\n"
 	      "       kfence-report [OPTION...] --kmsg[=PATH] [--follow] [--cursor FILE]\n"
 	      "       kfence-report --stats[=PATH] [--json]\n"
 	      "\n"
@@ -54,7 +55,8 @@ static void usage(FILE *f)
 	      "                        counts and first/last seen, instead of records\n"
 	      "  -k, --kmsg[=PATH]     read /dev/kmsg (root, or kernel.dmesg_restrict=0),\n"
 	      "                        or a file of /dev/kmsg records\n"
-	      "  -f, --follow          with --kmsg: keep waiting for new reports\n"
+	      "  -f, --follow          with --kmsg or one FILE: keep waiting for new\n"
+	      "                        reports (FILE: across its rotations)\n"
 	      "  -c, --cursor FILE     with --kmsg: resume after the last report printed\n"
 	      "                        by an earlier run of this boot; keep FILE current\n"
 	      "  -m, --max-per-boot N  print at most N reports per boot (with --cursor,\n"
@@ -178,6 +180,8 @@ struct reader {
 
 static volatile sig_atomic_t stopping;
 
+static void print_report(const struct kfr_report *r, void *arg);
+
 /* The lines of [s, last) to rd->fn; @last has a byte of room for a NUL. */
 static void give_lines(struct reader *rd, char *s, char *last)
 {
@@ -235,13 +239,41 @@ static void take(struct reader *rd, char *buf, size_t *len, size_t fresh, bool e
 	}
 }
 
-static int read_lines(struct ctx *c, int fd, const char *name, line_fn fn, bool skip)
+/*
+ * --follow FILE at the end of what @fd holds: the file @path names now,
+ * once it is no longer @fd's (a rotation renamed it and a new one was
+ * made), else -1. A file truncated in place (copytruncate) is read again
+ * from its start.
+ */
+static int rotated(int fd, const char *path)
 {
+	struct stat now, old;
+
+	if (fstat(fd, &old) || stat(path, &now))
+		return -1;	/* moved away, the new one not made yet */
+	if (now.st_dev == old.st_dev && now.st_ino == old.st_ino) {
+		if (lseek(fd, 0, SEEK_CUR) > now.st_size)
+			lseek(fd, 0, SEEK_SET);
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * With @follow (the path of the file @fd is), the end of the file is not
+ * the end: wait for more, and when the file is rotated, read what was
+ * added to the old one, then go on with the new one as the same stream.
+ */
+static int read_lines(struct ctx *c, int fd, const char *name, line_fn fn, bool skip,
+		      const char *follow)
+{
+	const struct timespec nap = { 0, 100 * 1000 * 1000 };
 	struct reader rd = { .c = c, .fn = fn, .skip = skip };
 	char *buf = malloc(READ_BLOCK + 1);
 	size_t len = 0;
 	ssize_t n;
-	int ret = 0;
+	int ret = 0, next = -1;
+	bool drained = false;
 
 	if (!buf) {
 		perror("kfence-report");
@@ -256,10 +288,35 @@ static int read_lines(struct ctx *c, int fd, const char *name, line_fn fn, bool 
 			ret = 1;
 			break;
 		}
+		if (n == 0 && follow) {
+			if (next < 0)
+				next = rotated(fd, follow);
+			if (next < 0 || !drained) {
+				/* once rotated, one more read: the writer may
+				 * have added to the old file before it moved on
+				 */
+				drained = next >= 0;
+				if (next < 0)
+					nanosleep(&nap, NULL);
+				continue;
+			}
+			take(&rd, buf, &len, 0, true);
+			kfr_parser_next_input(c->parser);
+			close(fd);
+			fd = next;
+			next = -1;
+			drained = false;
+			continue;
+		}
 		len += (size_t)n;
 		take(&rd, buf, &len, (size_t)n, n == 0);
 		if (n == 0)
 			break;
+	}
+	if (follow) {
+		close(fd);
+		if (next >= 0)
+			close(next);
 	}
 	free(buf);
 	return ret;
@@ -296,7 +353,20 @@ static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
 	struct ctx *c = p->arg;
 
-	return read_lines(c, fileno(f), name, c->buckets ? summary_line : parser_line, true);
+	return read_lines(c, fileno(f), name, c->buckets ? summary_line : parser_line, true,
+			  NULL);
+}
+
+/* --follow FILE: read it and what is added to it, across its rotations. */
+static int follow_file(struct ctx *c, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "kfence-report: cannot open '%s': %s\n", path, strerror(errno));
+		return 1;
+	}
+	return read_lines(c, fd, path, parser_line, true, path);
 }
 
 static int read_file(struct kfr_parser *p, const char *path)
@@ -407,7 +477,7 @@ static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
 	int ret;
 
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	ret = read_lines(c, fd, path, kmsg_record, false);
+	ret = read_lines(c, fd, path, kmsg_record, false, NULL);
 	close(fd);
 	return stopping ? 0 : ret;
 }
@@ -555,8 +625,12 @@ int main(int argc, char **argv)
 		return kfr_stats(stdout, stats, stats_default ?
 				 "/sys/module/kfence/parameters/sample_interval" : NULL,
 				 c.format == FMT_JSON);
-	if ((follow || c.cursor_path) && !kmsg) {
-		fprintf(stderr, "kfence-report: --%s needs --kmsg\n", follow ? "follow" : "cursor");
+	if (c.cursor_path && !kmsg) {
+		fputs("kfence-report: --cursor needs --kmsg\n", stderr);
+		return 2;
+	}
+	if (follow && !kmsg && (argc - optind != 1 || !strcmp(argv[optind], "-"))) {
+		fputs("kfence-report: --follow needs --kmsg or one FILE\n", stderr);
 		return 2;
 	}
 	if (kmsg && optind < argc) {
@@ -596,10 +670,12 @@ int main(int argc, char **argv)
 		c.cursor.next_seq = -1;
 	kfr_parser_init(&p, print_report, &c);
 	c.parser = &p;
-	if (kmsg && follow && c.cursor_path)
+	if ((kmsg && follow && c.cursor_path) || (follow && !kmsg))
 		catch_stop();
 	if (kmsg)
 		ret = read_kmsg(&c, kmsg, follow);
+	else if (follow)
+		ret = follow_file(&c, argv[optind++]);
 	else if (optind == argc)
 		ret = read_stream(&p, stdin, "standard input");
 	/* the files of one host (rotated logs, in order) are one stream */

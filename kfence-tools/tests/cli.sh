@@ -19,8 +19,8 @@ grep_ok "cannot open '/nonexistent/kfence.log': No such file" "$t/err" \
 "$kr" --no-such-option >/dev/null 2>"$t/err"
 check "$?" 2 "an unknown option exits 2"
 grep_ok "--help" "$t/err" "and points to --help"
-"$kr" --follow "$data/drill-dmesg.log" >/dev/null 2>&1
-check "$?" 2 "--follow without --kmsg is a usage error"
+"$kr" --follow "$data/drill-dmesg.log" "$data/kunit-dmesg.log" >/dev/null 2>&1
+check "$?" 2 "--follow without --kmsg wants one file"
 "$kr" --cursor "$t/c" "$data/drill-dmesg.log" >/dev/null 2>&1
 check "$?" 2 "--cursor without --kmsg is a usage error"
 "$kr" --max-per-boot many "$data/drill-dmesg.log" >/dev/null 2>"$t/err"
@@ -68,6 +68,32 @@ head -n 110 "$data/drill-dmesg.log" >"$t/syslog.1"
 tail -n +111 "$data/drill-dmesg.log" >"$t/syslog"
 check "$("$kr" --summary "$t/syslog.1" "$t/syslog" | awk 'NR > 1 { n += $2 } END { print n }')" 7 \
 	"--summary of the two files: 7 complete"
+
+# --follow FILE (issue 33): a follower reads what is appended, and goes on
+# across a rotation (the file renamed to .1, a new one made) as one stream:
+# the report split by the rotation comes out whole. SIGTERM ends it.
+# wait_for N: until N complete records are out (at most 10 s).
+wait_for() {
+	i=0
+	while [ "$(grep -c ' complete$' "$t/fout")" -lt "$1" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+head -n 60 "$data/drill-dmesg.log" >"$t/follow.log"
+"$kr" --brief --follow "$t/follow.log" >"$t/fout" 2>"$t/ferr" &
+fpid=$!
+wait_for 2
+sed -n 61,110p "$data/drill-dmesg.log" >>"$t/follow.log"
+wait_for 3
+mv "$t/follow.log" "$t/follow.log.1"
+tail -n +111 "$data/drill-dmesg.log" >"$t/follow.new"
+mv "$t/follow.new" "$t/follow.log"
+wait_for 7
+kill -TERM "$fpid"
+wait "$fpid"
+check "$?:$(grep -c ' complete$' "$t/fout"):$(wc -l <"$t/fout")" "0:7:7" \
+	"--follow FILE: appended lines, then a rotation inside a report: 7 complete, exit 0 on SIGTERM"
 
 # Field types: every record has every field, each always of one type.
 if command -v jq >/dev/null; then
