@@ -187,6 +187,11 @@ struct kfr_buckets {
 	int frames;
 	size_t n, cap;
 	struct bucket *v;
+	/* open addressing on the key: bucket number + 1, 0 for none; at
+	 * least twice as many places as buckets (0 places: to be built)
+	 */
+	size_t *index;
+	size_t index_size;
 };
 
 struct kfr_buckets *kfr_buckets_new(int frames)
@@ -208,15 +213,58 @@ static char *sdup(const char *s)
 	return d;
 }
 
+static size_t key_hash(const char *s)
+{
+	size_t h = (size_t)14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * (size_t)1099511628211ull;
+	return h;
+}
+
+/* Where @key is in the index, or the empty place it would go. */
+static size_t index_place(const struct kfr_buckets *b, const char *key)
+{
+	size_t mask = b->index_size - 1, i = key_hash(key) & mask;
+
+	while (b->index[i] && strcmp(b->v[b->index[i] - 1].key, key))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Twice the places (or built anew after kfr_buckets_print() sorted them). */
+static void index_grow(struct kfr_buckets *b)
+{
+	size_t size = b->index_size ? 2 * b->index_size : 64;
+
+	while (size < 2 * (b->n + 1))
+		size *= 2;
+	free(b->index);
+	b->index = calloc(size, sizeof(*b->index));
+	if (!b->index)
+		exit(1);
+	b->index_size = size;
+	for (size_t k = 0; k < b->n; k++)
+		b->index[index_place(b, b->v[k].key)] = k + 1;
+}
+
+/*
+ * A fleet's week may hold thousands of buckets: finding a report's costs
+ * the length of its key, not the number of buckets (which made --summary
+ * quadratic in distinct titles).
+ */
 void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const char *seen)
 {
 	char key[8192];
 	struct bucket *k = NULL;
+	size_t place;
 
 	kfr_bucket(r, b->frames, key, sizeof(key));
-	for (size_t i = 0; i < b->n; i++)
-		if (!strcmp(b->v[i].key, key))
-			k = &b->v[i];
+	if (2 * (b->n + 1) > b->index_size)
+		index_grow(b);
+	place = index_place(b, key);
+	if (b->index[place])
+		k = &b->v[b->index[place] - 1];
 	if (!k) {
 		if (b->n == b->cap) {
 			b->cap = b->cap ? 2 * b->cap : 16;
@@ -225,6 +273,7 @@ void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const ch
 				exit(1);
 		}
 		k = &b->v[b->n++];
+		b->index[place] = b->n;
 		memset(k, 0, sizeof(*k));
 		k->key = sdup(key);
 		k->title = sdup(r->title);
@@ -259,6 +308,7 @@ void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
 	/* qsort() wants a valid array even for no element (C11 7.22.5) */
 	if (b->n)
 		qsort(b->v, b->n, sizeof(*b->v), by_count);
+	b->index_size = 0;	/* the numbers moved: rebuilt on the next add */
 	if (!json)
 		fprintf(f, "%6s %8s %5s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "HOSTS",
 			"FIRST SEEN", "LAST SEEN", "BUCKET");
@@ -297,6 +347,7 @@ void kfr_buckets_free(struct kfr_buckets *b)
 			free(b->v[i].hosts[h]);
 	}
 	free(b->v);
+	free(b->index);
 	free(b);
 }
 

@@ -129,6 +129,24 @@ static const char report[] =
 	"[   44.675621] CPU: 1 PID: 303 Comm: sh Tainted: G    B      O     N 6.1.192 #1\n"
 	"[   44.675686] ==================================================================\n";
 
+/* @n bytes of short reports, each titled in a function of its own */
+static void gen_distinct(int fd, size_t n)
+{
+	char rep[512];
+	int len;
+
+	for (size_t done = 0, i = 0; done < n; done += (size_t)len, i++) {
+		len = snprintf(rep, sizeof(rep),
+			       "==================================================================\n"
+			       "BUG: KFENCE: use-after-free read in victim_%zu+0x1/0x2\n\n"
+			       "Use-after-free read at 0x00000000952d865c (in kfence-#1):\n"
+			       " victim_%zu+0x1/0x2\n"
+			       "==================================================================\n",
+			       i, i);
+		put(fd, rep, (size_t)len);
+	}
+}
+
 /* @n bytes of whole reports, one after another */
 static void gen_reports(int fd, size_t n)
 {
@@ -255,6 +273,8 @@ int main(int argc, char **argv)
 	linear("a title line that does not end, on a pipe", gen_long_title, 64 * MiB, json);
 	linear("ordinary lines", gen_ordinary, 256 * MiB, json);
 	linear("reports one after another", gen_reports, 16 * MiB, json);
+	linear("--summary of reports each in a bucket of its own", gen_distinct, 8 * MiB,
+	       summary);
 	printf("1..%d\n", tests);
 	return failed;
 }
