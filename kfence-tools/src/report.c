@@ -1004,16 +1004,22 @@ static bool foreign_trace_line(const char *s, size_t n)
 
 /*
  * Without caller ids (or an Android CPU column) another task's stack dump
- * mixes its frames into a KFENCE report's own: once one of its lines shows
- * up before the footer, no frame of the report can be trusted to be its
- * own, and the title may not take one (interleaved: set_guilty()).
+ * mixes its frames into a report's own: once one of its lines shows up
+ * before the footer, no frame of the report can be trusted to be its own,
+ * and the title may not take one (interleaved: set_guilty()). A KASAN
+ * report's own trace follows its footer: until then frames are not taken.
+ * True when @s is such a line (not the report's).
  */
-static void check_foreign(struct kfr_slot *sl, const char *s, size_t n,
+static bool check_foreign(struct kfr_slot *sl, const char *s, size_t n,
 			  const struct kfr_prefix *px)
 {
-	if (sl->kasan || px->caller[0] || px->cpu >= 0 || sl->section == KFR_TAIL)
-		return;
-	seen_twice(sl, foreign_trace_line(s, n));
+	if (px->caller[0] || px->cpu >= 0 || sl->section == KFR_TAIL ||
+	    (sl->kasan && sl->footer) || !foreign_trace_line(s, n))
+		return false;
+	seen_twice(sl, true);
+	if (sl->kasan)
+		sl->section = KFR_OBJECT;	/* a section without frames */
+	return true;
 }
 
 /* A report with a line longer than the kernel prints is no sound one. */
@@ -1062,8 +1068,8 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 		return;
 	}
 	cut_in(p, sl);
-	check_foreign(sl, s, n, px);
-	body_line(sl, s, n);
+	if (!check_foreign(sl, s, n, px))
+		body_line(sl, s, n);
 }
 
 static int hexval(char c)
