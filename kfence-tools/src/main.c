@@ -214,6 +214,10 @@ static void take(struct reader *rd, char *buf, size_t *len, size_t fresh, bool e
 	if (rd->dropping) {
 		nl = memchr(buf, '\n', *len);
 		if (!nl) {
+			/* the end of a file ends the line too (--follow goes on
+			 * with the next one)
+			 */
+			rd->dropping = !eof;
 			*len = 0;
 			return;
 		}

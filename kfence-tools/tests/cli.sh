@@ -72,10 +72,10 @@ check "$("$kr" --summary "$t/syslog.1" "$t/syslog" | awk 'NR > 1 { n += $2 } END
 # --follow FILE (issue 33): a follower reads what is appended, and goes on
 # across a rotation (the file renamed to .1, a new one made) as one stream:
 # the report split by the rotation comes out whole. SIGTERM ends it.
-# wait_for N: until N complete records are out (at most 10 s).
+# wait_for N [FILE]: until N complete records are out (at most 30 s).
 wait_for() {
 	i=0
-	while [ "$(grep -c ' complete$' "$t/fout")" -lt "$1" ] && [ $i -lt 100 ]; do
+	while [ "$(grep -c ' complete$' "${2:-$t/fout}")" -lt "$1" ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -94,6 +94,26 @@ kill -TERM "$fpid"
 wait "$fpid"
 check "$?:$(grep -c ' complete$' "$t/fout"):$(wc -l <"$t/fout")" "0:7:7" \
 	"--follow FILE: appended lines, then a rotation inside a report: 7 complete, exit 0 on SIGTERM"
+# A followed file that ends in a 2 MB line with no newline (cut at 1 MiB,
+# its rest dropped) is rotated: the new file's first line is read, not
+# dropped as the rest of that one.
+head -c 2000000 /dev/zero | tr '\0' x >"$t/follow2.log"
+"$kr" --brief --follow "$t/follow2.log" >"$t/fout2" 2>/dev/null &
+fpid=$!
+i=0
+until grep -qs '^pos:[[:space:]]*2000000$' /proc/$fpid/fdinfo/* || [ $i -ge 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+read_it=$([ "$i" -lt 300 ] && echo read)
+mv "$t/follow2.log" "$t/follow2.log.1"
+tail -n +2 "$data/drill-dmesg.log" >"$t/follow2.new"
+mv "$t/follow2.new" "$t/follow2.log"
+wait_for 7 "$t/fout2"
+kill -TERM "$fpid"
+wait "$fpid"
+check "$(grep -c ' complete$' "$t/fout2"):$read_it" "7:read" \
+	"--follow FILE: after a cut line at the end of the old file, the new file's first line counts"
 
 # Field types: every record has every field, each always of one type.
 if command -v jq >/dev/null; then
@@ -153,7 +173,7 @@ if command -v jq >/dev/null; then
 	exec 3>"$t/fifo"
 	cat "$k" >&3
 	i=0
-	while [ "$(wc -l <"$t/fout")" -lt 7 ] && [ $i -lt 100 ]; do
+	while [ "$(wc -l <"$t/fout")" -lt 7 ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
