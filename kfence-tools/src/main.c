@@ -160,8 +160,10 @@ static void print_report(const struct kfr_report *r, void *arg)
 
 /*
  * Input is read in blocks; a line is handed on whole up to READ_LINE bytes
- * (a --summary JSON record is under 400 KiB: fields of KFR_MAX_FIELD bytes,
- * escaped), and a longer one cut there, the rest of it read and dropped:
+ * (a --summary JSON record, of our own, is under 400 KiB: about 64 KiB of
+ * fields and frames (kfence-report(1), LIMITS), each byte written at most
+ * 6 bytes long; only --vmlinux file:lines could make one longer), and a
+ * longer one cut there, the rest of it read and dropped:
  * memory stays within the block whatever the input, and each byte is
  * looked at a bounded number of times, from a file or from a pipe.
  */
