@@ -49,7 +49,9 @@ struct proxy {
 	enum cut_at at;
 	int down_ms;		/* after the cut: refuse every connection this long */
 	int refuse_first;	/* and at least this many reconnects */
-	uint64_t down_until;
+	/* and until this word is in this file (the destination's log) */
+	const char *down_file, *down_word;
+	uint64_t down_until, cut_ns;
 	atomic_int stop, cuts, refused;
 	struct leg leg[2 * MAXP];
 	int nleg;
@@ -60,6 +62,29 @@ struct proxy {
 static int dial(const char *addr)
 {
 	return lm_connect_quiet(addr, true);
+}
+
+/* Whether path has word yet, saying nothing when not. */
+static bool file_has_quiet(const char *path, const char *word)
+{
+	char buf[16384];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	return strstr(buf, word) != NULL;
+}
+
+/* After the cut: is the link still down? */
+static bool link_down(struct proxy *p)
+{
+	if (lm_now_ns() < p->down_until || atomic_load(&p->refused) < p->refuse_first)
+		return true;
+	/* an end's log says it got there, or it never will (the test's deadline) */
+	return p->down_word && !file_has_quiet(p->down_file, p->down_word) &&
+	       lm_now_ns() - p->cut_ns < 30000000000ull;
 }
 
 static void reset_all(struct proxy *p)
@@ -74,7 +99,8 @@ static void reset_all(struct proxy *p)
 		p->leg[i].from = p->leg[i + (i % 2 ? -1 : 1)].to = -1;
 	}
 	p->nleg = 0;
-	p->down_until = lm_now_ns() + (uint64_t)p->down_ms * 1000000ull;
+	p->cut_ns = lm_now_ns();
+	p->down_until = p->cut_ns + (uint64_t)p->down_ms * 1000000ull;
 	atomic_fetch_add(&p->cuts, 1);
 }
 
@@ -136,9 +162,7 @@ static void *proxy_main(void *arg)
 			int c = accept(p->lfd, NULL, NULL), d;
 
 			/* the link is down: the reconnect fails in its handshake */
-			if (c >= 0 && atomic_load(&p->cuts) &&
-			    (lm_now_ns() < p->down_until ||
-			     atomic_load(&p->refused) < p->refuse_first)) {
+			if (c >= 0 && atomic_load(&p->cuts) && link_down(p)) {
 				atomic_fetch_add(&p->refused, 1);
 				close(c);
 				continue;
@@ -224,6 +248,8 @@ struct cut_how {
 	int down_ms;		/* the link stays down this long after the cut */
 	int nslow;		/* strangers dripping bytes at the destination meanwhile */
 	const char *timeout;	/* both ends' --timeout (default 3000) */
+	const char *dst_rejoin;	/* the destination's --rejoin (default: --timeout) */
+	const char *down_word;	/* and until the destination's log says this */
 };
 
 /* dest behind the proxy; both exit statuses */
@@ -246,7 +272,8 @@ static void cut_down(const char *mode, enum cut_at at, const struct cut_how *how
 	snprintf(SERR, sizeof(SERR), "%s", lmt_path(SERR));
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
-				     "--verify", "--timeout", tmo, "--size", "4M", NULL };
+				     "--verify", "--timeout", tmo, "--size", "4M",
+				     how->dst_rejoin ? "--rejoin" : NULL, how->dst_rejoin, NULL };
 
 		d = lmt_spawn(DERR, NULL, da);
 	}
@@ -254,6 +281,8 @@ static void cut_down(const char *mode, enum cut_at at, const struct cut_how *how
 	if (nslow)
 		slow = lmt_slowloris_start(daddr, nslow);
 	proxy_listen(&p, daddr, at, how->down_ms, paddr, sizeof(paddr));
+	p.down_file = DERR;
+	p.down_word = how->down_word;
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", paddr, "--mode", mode,
 				     "--verify", "--timeout", tmo, "--size", "4M", "--stale", "0.3",
@@ -439,6 +468,22 @@ static void test_lost_resumed_missing(void **state)
 	lost_resumed("postcopy-missing");
 }
 
+/*
+ * Stop-copy's destination holds every page once it resumes: a source that
+ * comes back only after the destination stopped waiting for it (--rejoin
+ * 1000, the link down until the destination's log says so) finds the
+ * workload still running there, or finished, and learns the verdict.  The
+ * destination must not stop a workload it has whole (exit 3) while the
+ * source, paused, gives up too (exit 8): the workload on neither end.
+ */
+static void test_lost_resumed_stopcopy_late(void **state)
+{
+	(void)state;
+	lost_resumed_how("stop-copy", &(struct cut_how){ .timeout = "10000",
+			 .dst_rejoin = "1000", .down_word = "no rejoin within" });
+	assert_true(lmt_file_has(DERR, "holds every page"));
+}
+
 static void test_cut_precopy(void **state)
 {
 	int s, d;
@@ -464,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_lost_resumed_minor),
 		cmocka_unit_test(test_lost_resumed_stopcopy),
 		cmocka_unit_test(test_lost_resumed_missing),
+		cmocka_unit_test(test_lost_resumed_stopcopy_late),
 		cmocka_unit_test(test_cut_precopy),
 	};
 
