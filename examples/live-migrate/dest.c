@@ -43,6 +43,8 @@ struct dst {
 	bool resumed;		/* the workload runs here */
 	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
 	bool stale_done;	/* the whole stale list came (counted once) */
+	bool hashes_done;	/* the source's page hashes came, all of them */
+	bool source_gone;	/* it did not come back: this end runs on alone */
 	unsigned int rejoins;
 	bool got_pages;
 	struct lm_switch sw;
@@ -623,6 +625,8 @@ static int receive_postcopy(struct dst *d)
 			const struct lm_hashes *h = f.fixed;
 
 			memcpy(d->src_hash + h->first, f.data, f.data_len);
+			if (f.h.flags & LM_F_LAST)
+				d->hashes_done = true;
 			break;
 		}
 		case LM_DONE:
@@ -929,6 +933,27 @@ static void stop_threads(struct dst *d)
 	d->walk_running = d->fault_running = d->urg_running = d->sample_running = false;
 }
 
+/*
+ * The source did not come back (err), and this destination holds every
+ * page -- stop-copy's from the resume on, a postcopy's once all are mapped:
+ * nothing it runs can be stale, so the workload runs on here and finishes,
+ * and the verdict waits for the source's rejoin (deliver_verdict).
+ * Stopping it would leave the workload on neither end: the source, paused
+ * since SWITCH, never resumes on its own.  Whether it runs on.
+ */
+static bool runs_on(struct dst *d, int err)
+{
+	if (lm_err_is_protocol(err) || atomic_load(&d->dead) ||
+	    atomic_load(&d->mapped) < d->npages)
+		return false;
+	fprintf(stderr, "lm: destination: the source is lost (%s), but this destination holds "
+		"every page: the workload runs on here\n", d->m.err[0] ? d->m.err : strerror(-err));
+	atomic_store(&d->rejoinable, 0);
+	lm_door_rejoin_end(&d->door);
+	d->source_gone = true;
+	return true;
+}
+
 /* The source is gone mid-postcopy: stop the workload, show nothing stale. */
 static int source_lost(struct dst *d, const char *why, int err)
 {
@@ -982,15 +1007,21 @@ static void deliver_verdict(struct dst *d, const struct lm_fin *fin)
 	struct lm_frame f;
 	int ret;
 
-	d->m.timeout_ms = d->o->timeout_ms;
-	while (!(ret = lm_recv(&d->m, d->g.npages ? &d->g : &any, &f)) && f.h.type != LM_BYE)
-		;
-	if (!ret) {
-		lm_door_stop(&d->door);
-		return;
+	if (d->source_gone) {
+		fprintf(stderr, "lm: destination: the verdict waits %d ms for the source to "
+			"rejoin\n", 2 * wait);
+	} else {
+		d->m.timeout_ms = d->o->timeout_ms;
+		while (!(ret = lm_recv(&d->m, d->g.npages ? &d->g : &any, &f)) &&
+		       f.h.type != LM_BYE)
+			;
+		if (!ret) {
+			lm_door_stop(&d->door);
+			return;
+		}
+		fprintf(stderr, "lm: destination: no BYE after FIN (%s); the verdict waits %d ms "
+			"for the source to rejoin\n", d->m.err, 2 * wait);
 	}
-	fprintf(stderr, "lm: destination: no BYE after FIN (%s); the verdict waits %d ms for the "
-		"source to rejoin\n", d->m.err, 2 * wait);
 	lm_conn_reset(&d->m);
 	lm_conn_reset(&d->urg);
 	if (!lm_door_tell(&d->door, fin, 2 * wait))
@@ -1035,7 +1066,11 @@ static int finish(struct dst *d)
 	/* test hook: one page seen other than the source had it */
 	if (d->o->inject && !strcmp(d->o->inject, "verify-fail"))
 		d->vis_hash[d->npages - 1] ^= 1;
-	if (d->verify && (rep.mismatched = verify_pages(d, &rep))) {
+	/* the source lost before its hashes came: nothing to check against */
+	if (d->verify && !d->hashes_done)
+		fprintf(stderr, "lm: destination: verify not done: the source's page hashes "
+			"never came\n");
+	if (d->verify && d->hashes_done && (rep.mismatched = verify_pages(d, &rep))) {
 		fprintf(stderr, "lm: VERIFY FAILED: %llu pages differed when first visible\n",
 			(unsigned long long)rep.mismatched);
 		rc = LM_EXIT_VERIFY;
@@ -1044,10 +1079,11 @@ static int finish(struct dst *d)
 	fin = (struct lm_fin){
 		.npages = d->npages, .mapped = atomic_load(&d->mapped), .verified = rep.verified,
 		.mismatched = rep.mismatched, .rc = (uint32_t)rc,
-		.flags = fin.flags | (d->verify ? LM_FIN_VERIFY : 0) |
+		.flags = fin.flags | (d->verify && d->hashes_done ? LM_FIN_VERIFY : 0) |
 			 (rep.invariants_ok ? LM_FIN_INVARIANTS : 0),
 	};
-	lm_send(&d->m, LM_FIN, 0, &fin, NULL, 0);
+	if (!d->source_gone)
+		lm_send(&d->m, LM_FIN, 0, &fin, NULL, 0);
 	lm_outcome_print(&fin, d->o, "destination");
 	deliver_verdict(d, &fin);
 	rep.mode = d->o->mode;
@@ -1382,6 +1418,8 @@ int lm_dest(const struct lm_opts *o, int lfd)
 		while ((ret = receive_postcopy(d)) && !lm_err_is_protocol(ret) &&
 		       d->rejoins < 16 && !atomic_load(&d->dead) && !rejoin(d))
 			;
+		if (ret && runs_on(d, ret))
+			break;
 		if (ret)
 			return source_lost(d, d->m.err[0] ? d->m.err : strerror(-ret), ret);
 		beat_start(d);

@@ -209,14 +209,17 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 		lm_refuse_mac(r.mac, door->o->key, &h->ch, &h->auth, hello, &r);
 		hs_send(h->fd, LM_REFUSE, &r);
 		fprintf(stderr, "lm: destination: told the rejoining source %s %s\n", h->peer,
-			r.why == LM_REFUSE_FINISHED ? "the verdict its lost FIN carried" :
+			r.why == LM_REFUSE_FINISHED ? "the verdict its FIN carried (lost, or never "
+			"sent: the source was gone)" :
 			"that this destination did not resume: the workload is the source's");
 		atomic_store(&door->told, 1);
 		pthread_cond_broadcast(&door->cond);
 	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
 		   same_session(door, &h->auth)) {
-		/* SWITCH is here, the decision not yet made: it asks again */
-		busy = "it rejoins before this destination decided whether it resumes";
+		/* SWITCH is here, the decision not yet made (or the
+		 * destination finishes without the source): it asks again */
+		busy = "it rejoins before this destination decided whether it resumes, or "
+		       "while it finishes: it asks again";
 	} else if (kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) {
 		busy = "it asks to rejoin a migration this destination does not have (or not yet)";
 		why = LM_REFUSE_SESSION;
@@ -517,6 +520,18 @@ int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2
 	*mfd = m;
 	*ufd = u;
 	return 0;
+}
+
+void lm_door_rejoin_end(struct lm_door *door)
+{
+	pthread_mutex_lock(&door->lock);
+	atomic_store(&door->rejoin_ok, 0);
+	for (int k = 0; k < 2; k++) {
+		if (door->rejoin_fd[k] >= 0)
+			close(door->rejoin_fd[k]);
+		door->rejoin_fd[k] = -1;
+	}
+	pthread_mutex_unlock(&door->lock);
 }
 
 bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms)

@@ -315,6 +315,12 @@ int lm_door_start(struct lm_door *door);
 int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
 			int wait_ms);
 void lm_door_stop(struct lm_door *door);
+/*
+ * No more rejoins taken: a rejoin is told "busy" until lm_door_tell, and
+ * one handed over but not taken is closed, so its source asks again at
+ * once rather than wait for a NEED that never comes.
+ */
+void lm_door_rejoin_end(struct lm_door *door);
 /* The destination will not resume, or (fin) has finished: tell a rejoining
  * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
 bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);

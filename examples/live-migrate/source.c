@@ -628,9 +628,11 @@ static int rejoin(struct src *s)
 							left - 1) * 1000000ull);
 	}
 	s->rejoining = false;
+	/* it resumed and finished: its FIN lost, or it ran on without this side */
 	if (ret == -EALREADY)
-		fprintf(stderr, "lm: source: the destination had finished; its verdict came with "
-			"the rejoin's refusal\n");
+		fprintf(stderr, "lm: source: rejoined the destination %.1f ms after the break "
+			"(attempt %u): it had resumed and finished; its verdict came with the "
+			"rejoin's refusal\n", (double)(lm_now_ns() - t0) / 1e6, tries);
 	if (ret && ret != -ENOLINK && ret != -EALREADY)
 		fprintf(stderr, "lm: source: no rejoin within %d ms (%u attempts): %s\n", limit,
 			tries, s->m.err[0] ? s->m.err : strerror(-ret));
@@ -765,6 +767,8 @@ static int recover(struct src *s, int why)
 				     "the workload and never will");
 	if (ret == -EALREADY)
 		return 0;	/* it resumed, and finished: the verdict is in s->fin */
+	if (!ret)
+		fprintf(stderr, "lm: source: the destination had resumed: the workload is its\n");
 	if (ret) {
 		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: no word from the destination since "
 			"SWITCH; the workload stays paused and is not resumed here (the operator "
