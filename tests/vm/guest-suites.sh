@@ -31,7 +31,7 @@ reaches() {
 	[ -f "$f" ] && readelf -h "$f" >/dev/null 2>&1 || return 1
 	readelf -d "$f" 2>/dev/null | grep -q 'NEEDED.*\[libuffdminor\.so' && return 0
 	nm -D --undefined-only "$f" 2>/dev/null | awk '{ sub(/@.*/, "", $2); print $2 }' |
-		grep -qxF "$(echo "$KERNEL_FNS" | tr -s ' \n' '\n\n')"
+		grep -qxF "$(echo "$KERNEL_FNS" | tr -s ' ' '\n')"
 }
 
 meson introspect "$build" --tests | jq -r '.[] | [.name,
