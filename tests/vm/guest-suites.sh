@@ -13,7 +13,7 @@
 # as does a stale line of host-only.txt.
 # usage: guest-suites.sh BUILD-DIR
 set -u
-build=${1:?usage: guest-suites.sh BUILD-DIR}
+build=$(cd "${1:?usage: guest-suites.sh BUILD-DIR}" && pwd) || exit 1
 list=$(cd "$(dirname "$0")" && pwd)/host-only.txt
 KERNEL_FNS='syscall ioctl mmap mmap64 mprotect madvise process_madvise memfd_create
 fallocate fallocate64 fanotify_init fanotify_mark inotify_init1 name_to_handle_at
