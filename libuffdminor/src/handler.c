@@ -62,14 +62,6 @@ static unsigned int hist_pow2(unsigned int idx)
 	return idx / HIST_SUB + HIST_SUB_BITS - 1;
 }
 
-uint64_t uffdm__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Add n to a counter of t.  A handler thread is the one writer of its own
  * block: a relaxed load and store, no locked instruction (a fault adds to

@@ -125,7 +125,7 @@ int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
 /* thread.c: a library thread, with every signal blocked */
 int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
-/* CLOCK_MONOTONIC in ns (handler.c) */
+/* thread.c: CLOCK_MONOTONIC in ns */
 uint64_t uffdm__now_ns(void);
 
 /* fence.c: failing pages of this process's views for good (see there) */

@@ -50,8 +50,6 @@ struct ps_caller {
  * window a zap can fall into.
  */
 extern void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t len);
-/* Tests only (test-watchdog.c): called with what a handler thread's read returned. */
-extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
 
 /* A fault message for a page of r. */
 void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
