@@ -51,7 +51,12 @@ static const char *const at_name[] = { "inside", "outside" };
 #define NCELLS		(W_NR * P_NR * K_NR * C_NR * A_NR)
 #define PARALLEL	4
 #define TOUCH_S		5
-#define NPAGES		8	/* a thread each at once: the old window is a race */
+/*
+ * Pages per region, a thread each at once (the old window is a race):
+ * fewer huge pages, so PARALLEL cells fit a guest's pool beside others.
+ */
+#define NPAGES(mc)	((mc)->backing == UFFDM_SHMEM ? 8u : 4u)
+#define MAX_NPAGES	8
 
 struct cell {
 	enum where w;
@@ -70,7 +75,7 @@ struct ctx {
 	const struct cell *cell;
 	struct uffdm *u;
 	struct uffdm_region *in, *out;
-	size_t page;
+	size_t page, npages;
 	struct uffdm_handler *h;	/* W_THREAD */
 	pid_t server;			/* W_REMOTE */
 	int ctl, pidfd;
@@ -105,7 +110,7 @@ static int make_page(struct ctx *c, struct uffdm_region **rp)
 {
 	enum kind k = c->cell->k;
 	struct uffdm_region *r;
-	size_t len = NPAGES * c->page;
+	size_t len = c->npages * c->page;
 	int ret = uffdm_region_create(rp, c->cell->mc->backing, len);
 
 	if (ret == -ENOMEM || ret == -ENOSPC)
@@ -144,6 +149,7 @@ static int setup(struct ctx *c)
 	if (cl->k == K_WP && !uffdm_probe_has(&pr, UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
 		CELL_SKIP("no uffd-wp on shmem/hugetlbfs (5.19+, x86 or arm64 6.10+)");
 	c->page = uffdm_backing_page_size(cl->mc->backing);
+	c->npages = NPAGES(cl->mc);
 	ret = uffdm_open(&c->u, 0, features(cl->k));
 	if (ret)
 		CELL_SKIP("uffdm_open: %s", strerror(-ret));
@@ -182,7 +188,7 @@ static void serve_remote(struct ctx *c, int ctl, int ready)
 	if (!ret)
 		ret = uffdm_sigbus_adopt(u, dup(uffdm_sigbus_fd(c->u)));
 	if (!ret)
-		ret = uffdm_region_from_fd(&mine, uffdm_region_fd(c->in), 0, NPAGES * c->page,
+		ret = uffdm_region_from_fd(&mine, uffdm_region_fd(c->in), 0, c->npages * c->page,
 					   (uintptr_t)uffdm_region_view(c->in), 0);
 	if (!ret)
 		ret = uffdm_region_adopt_state(mine, dup(uffdm_region_state_fd(c->in)), 0);
@@ -256,11 +262,11 @@ static volatile char *page_at(const struct ctx *c, size_t i)
 /* A touch of every page at once, a thread each, bounded: SIGBUS each. */
 static int touch_all(struct ctx *c, bool wr, const char *which)
 {
-	struct toucher t[NPAGES];
+	struct toucher t[MAX_NPAGES];
 
-	for (size_t i = 0; i < NPAGES; i++)
+	for (size_t i = 0; i < c->npages; i++)
 		start_touch(&t[i], page_at(c, i), wr);
-	for (size_t i = 0; i < NPAGES; i++) {
+	for (size_t i = 0; i < c->npages; i++) {
 		if (join_touch(&t[i], TOUCH_S))
 			CELL_FAIL("the %s %s of page %zu still sleeps after %d s", which,
 				  wr ? "write" : "read", i, TOUCH_S);
@@ -289,12 +295,12 @@ static int touches(struct ctx *c)
 			continue;
 		if (touch_all(c, wr, "second"))
 			return 1;
-		for (size_t i = 0; i < NPAGES; i++)
+		for (size_t i = 0; i < c->npages; i++)
 			if (!touch(page_at(c, i), wr, &got))
 				CELL_FAIL("a later %s of page %zu by the test's thread completed "
 					  "(0x%02x)", wr ? "write" : "read", i, (unsigned char)got);
 	}
-	for (size_t i = 0; wp && i < NPAGES; i++)
+	for (size_t i = 0; wp && i < c->npages; i++)
 		if (((char *)uffdm_region_backing(target(c)))[i * c->page] == 'W')
 			CELL_FAIL("the refused write of page %zu landed", i);
 	return 0;
@@ -353,7 +359,7 @@ static void test_remote_failure(void **state)
 	struct verdict v[NCELLS] = { 0 };
 	size_t n = 0;
 
-	put_region(make_region(mc, 2 * NPAGES));	/* skip the lot on an empty pool */
+	put_region(make_region(mc, 2 * NPAGES(mc)));	/* skip the lot on an empty pool */
 	for (int w = 0; w < W_NR; w++)
 		for (int p = 0; p < P_NR; p++)
 			for (int k = 0; k < K_NR; k++)
