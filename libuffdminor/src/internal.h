@@ -145,6 +145,8 @@ struct uffdm__owner;
 int uffdm__owner_start(struct uffdm__owner **out, struct uffdm *u, struct uffdm_region *const *r,
 		       unsigned int nr, unsigned int fail_flags);
 void uffdm__owner_stop(struct uffdm__owner *o);
+/* One pass now (a lost server may have marked pages and died before asking). */
+void uffdm__owner_kick(struct uffdm__owner *o);
 /* Server side: tell r's owner there is work (after the states say what). */
 void uffdm__owner_ask(struct uffdm_region *r);
 /* Server side: a fault outside every region, for the owner of r's mm; false when full. */

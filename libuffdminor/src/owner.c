@@ -40,8 +40,9 @@ struct uffdm__owner {
 	struct uffdm_region **r;
 	unsigned int nr;
 	unsigned int fail_flags;
-	uint32_t stop;			/* a private futex: 1 once stopping */
-	struct futex_waitv *w;		/* one per region with states, then stop */
+	uint32_t kick;			/* a private futex: bumped to make a pass */
+	bool stopping;
+	struct futex_waitv *w;		/* one per region with states, then kick */
 	unsigned int nw;
 	pthread_t tid;
 };
@@ -167,10 +168,12 @@ static void *run(void *arg)
 			if (o->r[i]->tail)
 				o->w[k++].val = __atomic_load_n(&o->r[i]->tail->fence_seq,
 								__ATOMIC_ACQUIRE);
-		o->w[o->nw - 1].val = __atomic_load_n(&o->stop, __ATOMIC_ACQUIRE);
+		o->w[o->nw - 1].val = __atomic_load_n(&o->kick, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&o->stopping, __ATOMIC_ACQUIRE)) {
+			pass(o);	/* the last */
+			return NULL;
+		}
 		pass(o);
-		if (o->w[o->nw - 1].val)
-			return NULL;	/* that pass was the last */
 		wait_asked(o);
 	}
 }
@@ -209,7 +212,7 @@ int uffdm__owner_start(struct uffdm__owner **out, struct uffdm *u, struct uffdm_
 				.uaddr = (uintptr_t)&r[i]->tail->fence_seq, .flags = FUTEX_32,
 			};
 	o->w[o->nw - 1] = (struct futex_waitv){
-		.uaddr = (uintptr_t)&o->stop, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG,
+		.uaddr = (uintptr_t)&o->kick, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG,
 	};
 	ret = uffdm__thread_start(&o->tid, run, o);
 	if (ret)
@@ -221,12 +224,24 @@ err:
 	return ret;
 }
 
+/*
+ * A pass now.  A server that died between marking a page and waking us
+ * left it asleep; the watchdog kicks when it sees a server lost.
+ */
+void uffdm__owner_kick(struct uffdm__owner *o)
+{
+	if (!o)
+		return;
+	__atomic_add_fetch(&o->kick, 1, __ATOMIC_RELEASE);
+	futex_wake(&o->kick, false);
+}
+
 void uffdm__owner_stop(struct uffdm__owner *o)
 {
 	if (!o)
 		return;
-	__atomic_store_n(&o->stop, 1, __ATOMIC_RELEASE);
-	futex_wake(&o->stop, false);
+	__atomic_store_n(&o->stopping, true, __ATOMIC_RELEASE);
+	uffdm__owner_kick(o);
 	pthread_join(o->tid, NULL);
 	owner_free(o);
 }

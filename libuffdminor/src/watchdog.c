@@ -184,6 +184,8 @@ static bool lose(struct uffdm_watchdog *w, enum uffdm_server_loss why, uint64_t 
 	/* A stalled server that woke would serve beside its replacement. */
 	if (why == UFFDM_SERVER_STALLED && w->pidfd)
 		syscall(SYS_pidfd_send_signal, w->fd, SIGKILL, NULL, 0);
+	/* what it marked for us and died before asking: failed whatever comes next */
+	uffdm__owner_kick(w->owner);
 	/* before lost(): the replacement may serve before it returns */
 	before = served(w, &inflight);
 	for (unsigned int i = 0; i < w->nr; i++)
