@@ -74,33 +74,34 @@ bool uffdm__owner_post(struct uffdm_region *r, uint64_t addr)
 	return false;
 }
 
-static uint32_t state(const struct uffdm_region *r, size_t i)
+static bool marked(const struct uffdm_region *r, size_t i)
 {
-	return __atomic_load_n(&r->pstate[i], __ATOMIC_ACQUIRE);
+	return PS(__atomic_load_n(&r->pstate[i], __ATOMIC_ACQUIRE)) == UFFDM_PS_OWNER;
 }
 
-/* Runs of pages a server left to us: failed here, then marked failed. */
+/* Marked pages from i on are failed here, in one call a run, then marked failed. */
+static size_t fail_run_at(struct uffdm__owner *o, struct uffdm_region *r, size_t i)
+{
+	size_t n = r->size / r->page, j = i + 1;
+
+	while (j < n && marked(r, j))
+		j++;
+	uffdm_range_fail(o->u, (char *)r->view + i * r->page, (j - i) * r->page, r->page,
+			 o->fail_flags);
+	for (size_t k = i; k < j; k++) {
+		uint32_t old = __atomic_load_n(&r->pstate[k], __ATOMIC_ACQUIRE);
+
+		if (PS(old) == UFFDM_PS_OWNER)
+			__atomic_compare_exchange_n(&r->pstate[k], &old, GEN(old) | UFFDM_PAGE_FAILED,
+						    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
+	return j;
+}
+
 static void fail_marked(struct uffdm__owner *o, struct uffdm_region *r)
 {
-	size_t n = r->size / r->page;
-
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1; PS(state(r, i)) == UFFDM_PS_OWNER && j < n &&
-				PS(state(r, j)) == UFFDM_PS_OWNER; j++)
-			;
-		if (PS(state(r, i)) != UFFDM_PS_OWNER)
-			continue;
-		uffdm_range_fail(o->u, (char *)r->view + i * r->page, (j - i) * r->page, r->page,
-				 o->fail_flags);
-		for (size_t k = i; k < j; k++) {
-			uint32_t old = state(r, k);
-
-			if (PS(old) == UFFDM_PS_OWNER)
-				__atomic_compare_exchange_n(&r->pstate[k], &old,
-							    GEN(old) | UFFDM_PAGE_FAILED, false,
-							    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-		}
-	}
+	for (size_t i = 0; i < r->size / r->page;)
+		i = marked(r, i) ? fail_run_at(o, r, i) : i + 1;
 }
 
 static struct uffdm_region *holding(const struct uffdm__owner *o, uint64_t addr)
