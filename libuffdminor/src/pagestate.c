@@ -586,7 +586,13 @@ void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus,
 	}
 	if (ret == TO_OWNER && uffdm__owner_post(owner, ev->addr & ~4095ull))
 		ret = 0;
-	else if (ret)
+	/*
+	 * Nothing here can fail it (a refused write of another mm whose states
+	 * are not shared): woken, it would only fault again, for ever.  It
+	 * sleeps until that process's uffdm_range_fail(3), as a refused write
+	 * inside a region does.
+	 */
+	else if (ret && ret != -EOPNOTSUPP)
 		uffdm_wake(c->srv->u, (void *)(uintptr_t)(ev->addr & ~4095ull), 4096);
 	svc_end(&s);
 }

@@ -9,7 +9,11 @@
  * UFFDM_HANDLER_SIGBUS_FD) x fault kind (MINOR read, MISSING hole, WP
  * write) x cause (the callback's error, a 0 without writing) x where
  * (inside the server's region, outside every region it serves), per
- * memory type, kernel-selftest style.  Every range is registered
+ * memory type, kernel-selftest style.  "remote-bare" is a server that did
+ * not adopt the states and a VMM without a watchdog: on the SIGBUS path
+ * the handler must refuse the region (-EOPNOTSUPP); with POISON a refused
+ * write sleeps until the VMM's own uffdm_range_fail (here 300 ms after the
+ * first touch), and never makes the server spin (its messages counted).  Every range is registered
  * MINOR|MISSING (|WP), as a VMM that restores lazily registers it.  Each
  * cell asserts:
  *
@@ -36,13 +40,13 @@
 #include "common.h"
 #include "cells.h"
 
-enum where { W_THREAD, W_REMOTE, W_NR };
+enum where { W_THREAD, W_REMOTE, W_BARE, W_NR };
 enum path { P_POISON, P_SIGBUS_FD, P_NR };
 enum kind { K_MINOR_READ, K_HOLE, K_WP, K_NR };
 enum cause { C_CB_ERR, C_CB_NOWRITE, C_NR };
 enum at { A_INSIDE, A_OUTSIDE, A_NR };
 
-static const char *const where_name[] = { "thread", "remote" };
+static const char *const where_name[] = { "thread", "remote", "remote-bare" };
 static const char *const path_name[] = { "poison", "sigbus-fd" };
 static const char *const kind_name[] = { "minor-read", "missing-hole", "wp-write" };
 static const char *const cause_name[] = { "cb-error", "cb-no-write" };
@@ -51,6 +55,8 @@ static const char *const at_name[] = { "inside", "outside" };
 #define NCELLS		(W_NR * P_NR * K_NR * C_NR * A_NR)
 #define PARALLEL	4
 #define TOUCH_S		5
+#define BARE_FAIL_MS	300	/* remote-bare: the VMM fails the range itself */
+#define MAX_MSGS	64	/* fault messages the server may read in a cell */
 /*
  * Pages per region, a thread each at once (the old window is a race):
  * fewer huge pages, so PARALLEL cells fit a guest's pool beside others.
@@ -77,8 +83,9 @@ struct ctx {
 	struct uffdm_region *in, *out;
 	size_t page, npages;
 	struct uffdm_handler *h;	/* W_THREAD */
-	pid_t server;			/* W_REMOTE */
+	pid_t server;			/* W_REMOTE, W_BARE */
 	int ctl, pidfd;
+	pthread_t failer;		/* W_BARE: the VMM's own uffdm_range_fail */
 	struct uffdm_watchdog *wd;
 };
 
@@ -177,6 +184,7 @@ static void serve_remote(struct ctx *c, int ctl, int ready)
 		.threads = 1, .fault = callback, .arg = (void *)c->cell,
 		.flags = handler_flags(c->cell),
 	};
+	struct uffdm_stats st = { 0 };
 	struct uffdm_region *mine;
 	struct uffdm_handler *h;
 	struct uffdm *u;
@@ -190,18 +198,28 @@ static void serve_remote(struct ctx *c, int ctl, int ready)
 	if (!ret)
 		ret = uffdm_region_from_fd(&mine, uffdm_region_fd(c->in), 0, c->npages * c->page,
 					   (uintptr_t)uffdm_region_view(c->in), 0);
-	if (!ret)
+	if (!ret && c->cell->w == W_REMOTE)
 		ret = uffdm_region_adopt_state(mine, dup(uffdm_region_state_fd(c->in)), 0);
 	if (!ret)
 		ret = uffdm_handler_start(&h, u, mine, &cfg);
+	if (ret == -EOPNOTSUPP && c->cell->w == W_BARE)
+		_exit(write(ready, "n", 1) == 1 ? 0 : 5);	/* refused, as documented */
 	if (ret) {
 		fprintf(stderr, "server: %s\n", strerror(-ret));
 		_exit(3);
 	}
 	if (write(ready, "r", 1) != 1 || read(ctl, &ch, 1) < 0)
 		_exit(5);
-	_exit(uffdm_handler_stop(h, NULL) ? 4 : 0);
+	if (uffdm_handler_stop(h, &st))
+		_exit(4);
+	if (st.messages > MAX_MSGS) {
+		fprintf(stderr, "server: %llu fault messages\n", (unsigned long long)st.messages);
+		_exit(6);
+	}
+	_exit(0);
 }
+
+#define REFUSED	2	/* start_remote(): the server refused the region, as documented */
 
 /* The VMM: fork the server, wait until it serves, watch it. */
 static int start_remote(struct ctx *c)
@@ -228,6 +246,13 @@ static int start_remote(struct ctx *c)
 	if (read(ready[0], &ch, 1) != 1)
 		CELL_FAIL("the server did not start (its stderr says why)");
 	close(ready[0]);
+	if (ch == 'n' && c->cell->p == P_SIGBUS_FD)
+		return REFUSED;
+	if (ch == 'n' || (c->cell->w == W_BARE && c->cell->p == P_SIGBUS_FD))
+		CELL_FAIL("a region without shared states: %s on the %s path",
+			  ch == 'n' ? "refused" : "served", path_name[c->cell->p]);
+	if (c->cell->w == W_BARE)
+		return 0;	/* no watchdog: the VMM fails the range itself */
 	c->pidfd = (int)syscall(SYS_pidfd_open, c->server, 0);
 	if (c->pidfd < 0)
 		CELL_FAIL("pidfd_open: %s", strerror(errno));
@@ -246,7 +271,7 @@ static int start_server(struct ctx *c)
 	};
 	int ret;
 
-	if (c->cell->w == W_REMOTE)
+	if (c->cell->w != W_THREAD)
 		return start_remote(c);
 	ret = uffdm_handler_start(&c->h, c->u, c->in, &cfg);
 	if (ret)
@@ -279,6 +304,17 @@ static int touch_all(struct ctx *c, bool wr, const char *which)
 	return 0;
 }
 
+/* remote-bare: what a VMM without a watchdog does when its server is silent. */
+static void *vmm_fails(void *arg)
+{
+	struct ctx *c = arg;
+	struct timespec ts = { 0, BARE_FAIL_MS * 1000000L };
+
+	nanosleep(&ts, NULL);
+	uffdm_range_fail(c->u, uffdm_region_view(target(c)), c->npages * c->page, c->page, 0);
+	return NULL;
+}
+
 /* First touches, then later ones by other threads and this one, read and write. */
 static int touches(struct ctx *c)
 {
@@ -286,6 +322,8 @@ static int touches(struct ctx *c)
 	char got;
 
 	cell_say("phase first-touch");
+	if (c->cell->w == W_BARE && pthread_create(&c->failer, NULL, vmm_fails, c))
+		CELL_FAIL("pthread_create");
 	if (touch_all(c, wp, "first"))
 		return 1;
 	cell_say("phase later");
@@ -312,6 +350,8 @@ static int teardown(struct ctx *c)
 	int ret, st;
 
 	cell_say("phase teardown");
+	if (c->failer)
+		pthread_join(c->failer, NULL);
 	if (c->wd && (ret = uffdm_watchdog_stop(c->wd, NULL)))
 		CELL_FAIL("uffdm_watchdog_stop: %s", strerror(-ret));
 	if (c->h && (ret = uffdm_handler_stop(c->h, NULL)))
@@ -319,8 +359,9 @@ static int teardown(struct ctx *c)
 	if (c->server > 0) {
 		close(c->ctl);
 		if (waitpid(c->server, &st, 0) != c->server || !WIFEXITED(st) || WEXITSTATUS(st))
-			CELL_FAIL("the server's stop: status 0x%x", st);
-		close(c->pidfd);
+			CELL_FAIL("the server's stop: status 0x%x (6: over %d messages)", st, MAX_MSGS);
+		if (c->pidfd > 0)
+			close(c->pidfd);
 	}
 	ret = uffdm_region_unregister(c->u, c->in);
 	if (!ret)
@@ -340,7 +381,14 @@ static int run_cell(const void *arg)
 
 	if (ret || !c.out)
 		return ret;
-	if (start_server(&c) || touches(&c) || teardown(&c))
+	ret = start_server(&c);
+	if (ret == REFUSED) {
+		if (teardown(&c))
+			return 1;
+		cell_say("PASS refused (-EOPNOTSUPP), as uffdm_handler_start(3) says");
+		return 0;
+	}
+	if (ret || touches(&c) || teardown(&c))
 		return 1;
 	cell_say("PASS");
 	return 0;
