@@ -21,6 +21,9 @@ struct uffdm {
 	int fence_fd;
 };
 
+/* Faults outside every region a remote server can hand its VMM at once. */
+#define UFFDM_OUTSIDE_SLOTS	8
+
 /*
  * The end of a region's shared page states (uffdm_region_state_fd()): its
  * shape, the fault messages every server of the region began and ended serving, and
@@ -29,8 +32,6 @@ struct uffdm {
  * completed moving is the server alive.  When it has asked (first_ns 0),
  * the next server to serve a fault stamps the time there, once.
  */
-#define UFFDM_OUTSIDE_SLOTS	8
-
 struct uffdm_state_tail {
 	uint64_t pages, page;	/* whose states these are: checked on adoption */
 	uint64_t begun;
@@ -99,7 +100,7 @@ struct uffdm_region {
 #define UFFDM_PS_OWNER		6u
 /* Allocates r->pstate and sets uaddr; for every region constructor. */
 int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr);
-/* The registered view is in this process's mm: failed pages can move to r->sigbus. */
+/* The registered view is in this process's mm: failed pages can be fenced here. */
 static inline bool uffdm__region_local(const struct uffdm_region *r)
 {
 	return r->view && (uintptr_t)r->view == r->uaddr;
