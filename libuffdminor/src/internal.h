@@ -133,6 +133,8 @@ uint64_t uffdm__now_ns(void);
 int uffdm__fence_prepare(struct uffdm *u);
 bool uffdm__fence_usable(const struct uffdm *u);
 int uffdm__fence(struct uffdm *u, void *addr, size_t len);
+/* The page size of this process's mapping at addr (a huge page for hugetlbfs), or -errno. */
+long uffdm__vma_page_size(const void *addr);
 /* /proc/self/pagemap, or a negated errno; then whether a page is mapped (and uffd-wp). */
 int uffdm__pagemap_open(void);
 bool uffdm__page_mapped(int pm, const void *addr, bool *wp);

@@ -566,20 +566,31 @@ static int fail_outside_as(struct svc *s, struct uffdm *sigbus, struct uffdm_reg
 }
 
 /*
- * A fault outside every region.  The page size is not known: each is tried
- * until one fits the mapping.  Left to the owner, the thread sleeps until
- * the owner fences the page (a full set of slots: woken, it faults again).
+ * A fault outside every region.  No region gives its page size.  In this
+ * mm the mapping's own is looked up (uffdm__vma_page_size()): a fence must
+ * be a whole page of it, and a fence at 4 KiB inside a hugetlbfs mapping
+ * fails (-ENOMEM on 6.1, not -EINVAL), leaving the thread to fault again
+ * for ever.  Else (another mm, or no answer) each size is tried until one
+ * fits: the ioctls refuse a misaligned hugetlbfs range with -EINVAL.  Left
+ * to the owner, the thread sleeps until the owner fences the page (a full
+ * set of slots: woken, it faults again).
  */
 void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus,
 			    struct uffdm_region *owner, const struct uffdm_event *ev)
 {
 	static const size_t sizes[] = { 4096, 2UL << 20, 1UL << 30 };
 	bool wp = ev->kind == UFFDM_EVENT_WP;
+	long own = c->srv->u->adopted ? -EINVAL : uffdm__vma_page_size((void *)(uintptr_t)ev->addr);
 	struct svc s;
 	int ret = -EINVAL;
 
 	svc_init(&s, c);
-	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(sizes) && ret == -EINVAL; i++) {
+	if (own > 0) {
+		char *p = (char *)(uintptr_t)(ev->addr & ~(uint64_t)(own - 1));
+
+		ret = fail_outside_as(&s, sigbus, owner, p, (size_t)own, wp);
+	}
+	for (size_t i = 0; own <= 0 && i < UFFDM_ARRAY_SIZE(sizes) && ret == -EINVAL; i++) {
 		char *p = (char *)(uintptr_t)(ev->addr & ~(uint64_t)(sizes[i] - 1));
 
 		ret = fail_outside_as(&s, sigbus, owner, p, sizes[i], wp);
