@@ -161,7 +161,9 @@ static int check_region(const struct uffdm_region *r)
 }
 
 /*
- * A local view's failed pages are fenced (fence.c) from a memfd the
+ * A view in this mm (uffdm__view_here(): also a uffdm_region_from_fd(3)
+ * region over this process's own mapping, registered through a descriptor
+ * opened here) has its failed pages fenced (fence.c) from a memfd the
  * descriptor owns; with EVENT_UNMAP (no fence) they move to a SIGBUS
  * descriptor the region owns.  Both opened here, not on the fault path,
  * so failing needs no descriptor.  WP on shmem and hugetlbfs needs its
@@ -174,7 +176,7 @@ static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 
 	if (r->sigbus)
 		return 0;
-	if (uffdm__region_local(r)) {
+	if (uffdm__view_here(h->u, r)) {
 		ret = uffdm__fence_prepare(h->u);
 		if (!ret && uffdm__fence_usable(h->u))
 			return 0;
@@ -359,7 +361,7 @@ static enum counter kind_counter(enum uffdm_event_kind k)
 static struct uffdm_region *owner_region(const struct uffdm_handler *h)
 {
 	for (unsigned int i = 0; i < h->nregions; i++)
-		if (h->regions[i]->tail && !uffdm__region_local(h->regions[i]))
+		if (h->regions[i]->tail && !uffdm__view_here(h->u, h->regions[i]))
 			return h->regions[i];
 	return NULL;
 }

@@ -105,6 +105,16 @@ static inline bool uffdm__region_local(const struct uffdm_region *r)
 {
 	return r->view && (uintptr_t)r->view == r->uaddr;
 }
+/*
+ * r's registered view, as u serves it, is in this process's mm, so its
+ * failed pages can be fenced here: a view this region maps, or any view
+ * of a descriptor opened here (a userfaultfd serves its creator's mm), as
+ * a uffdm_region_from_fd(3) region over this process's own mapping.
+ */
+static inline bool uffdm__view_here(const struct uffdm *u, const struct uffdm_region *r)
+{
+	return uffdm__region_local(r) || !u->adopted;
+}
 /* Frees what uffdm__region_init_state() and the handler attached. */
 void uffdm__region_fini_state(struct uffdm_region *r);
 

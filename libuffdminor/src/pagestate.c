@@ -276,9 +276,9 @@ static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 			return ret;
 		wp = true;	/* mapped: only a write faults on it */
 	}
-	if (uffdm__region_local(r) && uffdm__fence_usable(h->u))
+	if (uffdm__view_here(h->u, r) && uffdm__fence_usable(h->u))
 		return uffdm__fence(h->u, p, r->page);
-	if (!uffdm__region_local(r) && r->tail)
+	if (!uffdm__view_here(h->u, r) && r->tail)
 		return TO_OWNER;
 	if (r->sigbus)
 		return move_to_sigbus(h->u, r->sigbus, p, r->page, wp);
@@ -296,7 +296,7 @@ static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 /* A page of r that failed: refused for good, or (see fail_page()) not. */
 static bool refused(const struct uffdm_region *r, const struct ps_server *h, bool wp)
 {
-	return !wp || r->sigbus || (uffdm__region_local(r) && uffdm__fence_usable(h->u));
+	return !wp || r->sigbus || (uffdm__view_here(h->u, r) && uffdm__fence_usable(h->u));
 }
 
 static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_t *gen,
@@ -825,6 +825,12 @@ static bool take_unserved(struct svc *s, struct uffdm_region *r, size_t o, bool 
 void uffdm__ps_fail_unserved(const struct ps_caller *c, struct uffdm_region *r)
 {
 	const struct ps_server *h = c->srv;
+	/*
+	 * Only a view the region maps itself: a uffdm_region_from_fd(3) view,
+	 * even in this mm, is a number taken on trust, maybe never mapped or
+	 * registered, and a fence there would be a mapping made out of nothing
+	 * (as in 0.3, its holes fail by POISON only).
+	 */
 	bool local = uffdm__region_local(r);
 	int pm = local ? uffdm__pagemap_open() : -1;
 	struct svc s;
