@@ -249,6 +249,9 @@ static void test_outside_fails_sigbus_fd(void **state)
  * either side are still the hugetlbfs mapping.
  */
 #define HUGE_2M (2UL << 20)
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << 26)	/* MAP_HUGE_SHIFT */
+#endif
 
 static sigjmp_buf outside_jmp;
 static void *outside_si_addr;
@@ -290,9 +293,9 @@ static int touch_outside_huge(void *arg)
 
 	(void)arg;
 	huge = mmap(NULL, 3 * HUGE_2M, PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_NORESERVE, -1, 0);
+		    MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_NORESERVE, -1, 0);
 	if (huge == MAP_FAILED)
-		return 77;	/* no 2 MiB hugetlbfs at all */
+		return 77;	/* no 2 MiB hugetlbfs at all (arm64 with 64 KiB pages) */
 	if (uffdm_open(&u, 0, 0) || uffdm_region_create(&a, UFFDM_SHMEM, 4096) ||
 	    uffdm_region_populate(a, 0, uffdm_region_size(a)) ||
 	    uffdm_region_register(u, a, 0, NULL) ||
