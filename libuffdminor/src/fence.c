@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -78,6 +80,42 @@ int uffdm__fence(struct uffdm *u, void *addr, size_t len)
 	if (fd < 0)
 		return -EOPNOTSUPP;
 	return p == MAP_FAILED ? -errno : woke;
+}
+
+/*
+ * The page size of this process's mapping that holds addr: smaps's
+ * KernelPageSize (every kernel since 2.6.29), so a hugetlbfs mapping's
+ * huge page, 4 KiB elsewhere (a THP is still mapped at 4 KiB).  A fence
+ * must cover whole pages of it: hugetlbfs refuses to split a mapping off a
+ * huge page boundary (mm/hugetlb.c, hugetlb_vm_op_split(): -EINVAL, which
+ * 6.1's mmap(MAP_FIXED) reports as -ENOMEM).  -ENOENT: nothing mapped there.
+ */
+long uffdm__vma_page_size(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	unsigned long start, end, kb;
+	bool in = false;
+	long ret = -ENOENT;
+	size_t cap = 0;
+	char *line = NULL, c;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		/* a mapping's first line: "start-end perms ..." */
+		if (sscanf(line, "%lx-%lx %c", &start, &end, &c) == 3) {
+			if (in)
+				break;	/* it had no KernelPageSize line */
+			in = a >= start && a < end;
+		} else if (in && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1) {
+			ret = kb && !(kb & (kb - 1)) ? (long)(kb << 10) : -EINVAL;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return ret;
 }
 
 int uffdm__pagemap_open(void)

@@ -76,12 +76,17 @@ static int stamp(void *arg, struct uffdm_region *r, size_t off, const struct uff
 	return 0;
 }
 
-/* The last NPAGES-1 pages of a file, mapped here at a view we register ourselves. */
-static void test_region_fd_offset(void **state)
+/*
+ * The last NPAGES-1 pages of a file, mapped here at a view we register
+ * ourselves, on either failure path (flags: UFFDM_HANDLER_SIGBUS_FD is
+ * 6.1's only one).  The descriptor is this process's, so the view is in
+ * this mm and its failed pages can be fenced here: no shared states needed.
+ */
+static void region_fd_offset(void **state, unsigned int flags)
 {
 	const struct mem_case *mc = need_case(state);
 	size_t page = case_page_size(mc), n = NPAGES - 1;
-	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp };
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp, .flags = flags };
 	struct uffdm *u = open_uffd(0, 0);
 	struct uffdm_handler *h;
 	struct uffdm_region *r;
@@ -112,12 +117,22 @@ static void test_region_fd_offset(void **state)
 	assert_int_equal(munmap(view, n * page), 0);
 }
 
+static void test_region_fd_offset(void **state)
+{
+	region_fd_offset(state, 0);
+}
+
+static void test_region_fd_offset_sigbus_fd(void **state)
+{
+	region_fd_offset(state, UFFDM_HANDLER_SIGBUS_FD);
+}
+
 /* Two regions over one file whose views overlap in the other mm: the second is refused. */
-static void test_region_fd_overlap(void **state)
+static void region_fd_overlap(void **state, unsigned int flags)
 {
 	const struct mem_case *mc = need_case(state);
 	size_t page = case_page_size(mc);
-	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp };
+	struct uffdm_handler_config cfg = { .threads = 1, .fault = stamp, .flags = flags };
 	uintptr_t view = 0x7f0000000000ul;
 	struct uffdm *u = open_uffd(0, 0);
 	struct uffdm_region *a, *b;
@@ -138,12 +153,67 @@ static void test_region_fd_overlap(void **state)
 	put_uffd(u);
 }
 
+static void test_region_fd_overlap(void **state)
+{
+	region_fd_overlap(state, 0);
+}
+
+static void test_region_fd_overlap_sigbus_fd(void **state)
+{
+	region_fd_overlap(state, UFFDM_HANDLER_SIGBUS_FD);
+}
+
+static int refuse(void *arg, struct uffdm_region *r, size_t off, const struct uffdm_event *ev)
+{
+	(void)arg; (void)r; (void)off; (void)ev;
+	return -EIO;
+}
+
+/*
+ * A page of such a region that the callback fails, SIGBUS-descriptor path:
+ * fenced here: SIGBUS, not a hang, not a read (a child dies of it).
+ */
+static int touch_failed(void *arg)
+{
+	const struct mem_case *mc = arg;
+	size_t page = case_page_size(mc);
+	struct uffdm_handler_config cfg = {
+		.threads = 1, .fault = refuse, .flags = UFFDM_HANDLER_SIGBUS_FD,
+	};
+	unsigned int fl = MFD_CLOEXEC | (mc->backing == UFFDM_SHMEM ? 0 : MFD_HUGETLB);
+	struct uffdm_handler *h;
+	struct uffdm_region *r;
+	struct uffdm *u;
+	char *view;
+	int fd = memfd_create("region-fd", fl);
+
+	if (fd < 0 || ftruncate(fd, (off_t)(2 * page)) || fallocate(fd, 0, 0, (off_t)(2 * page)))
+		return 3;
+	view = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (view == MAP_FAILED || uffdm_open(&u, 0, 0) ||
+	    uffdm_region_from_fd(&r, fd, 0, 2 * page, (uintptr_t)view, 0) ||
+	    uffdm_region_register(u, r, 0, NULL) || uffdm_handler_start(&h, u, r, &cfg))
+		return 4;
+	(void)*(volatile char *)view;
+	return 1;
+}
+
+static void test_region_fd_fails_sigbus_fd(void **state)
+{
+	const struct mem_case *mc = need_case(state);
+
+	expect_child_sigbus(mc, NPAGES, touch_failed, (void *)mc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		CROSS(test_region_fd_bad),
 		CROSS(test_region_fd_offset),
 		CROSS(test_region_fd_overlap),
+		CROSS(test_region_fd_offset_sigbus_fd),
+		CROSS(test_region_fd_overlap_sigbus_fd),
+		CROSS(test_region_fd_fails_sigbus_fd),
 	};
 
 	return cmocka_run_group_tests_name("region-fd", tests, NULL, NULL);

@@ -8,8 +8,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -234,6 +237,108 @@ static void test_outside_fails_sigbus_fd(void **state)
 	expect_outside_sigbus(need_case(state), UFFDM_HANDLER_SIGBUS_FD);
 }
 
+/*
+ * A fault outside every region on hugetlbfs memory, SIGBUS-descriptor
+ * path (6.1's only one): the fence must be the whole huge page, aligned
+ * (a 4 KiB fence inside a hugetlbfs mapping is refused, and the thread
+ * faulted again for ever: 6.1 guests' hang).  Needs no huge page pool: a
+ * MAP_NORESERVE hugetlbfs mapping registered MISSING sends its first fault
+ * to the userfaultfd before any huge page is allocated.  The child checks
+ * after its SIGBUS that the fence is exactly the faulting huge page: the
+ * mapping around the address is [huge-aligned, +huge), and the pages
+ * either side are still the hugetlbfs mapping.
+ */
+#define HUGE_2M (2UL << 20)
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << 26)	/* MAP_HUGE_SHIFT */
+#endif
+
+static sigjmp_buf outside_jmp;
+static void *outside_si_addr;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig; (void)uc;
+	outside_si_addr = si->si_addr;
+	siglongjmp(outside_jmp, 1);
+}
+
+/* The mapping holding p in /proc/self/maps: [*start, *end). */
+static int mapping_of(uintptr_t p, unsigned long *start, unsigned long *end)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", start, end) == 2 && p >= *start && p < *end)
+			ret = 0;
+	fclose(f);
+	return ret;
+}
+
+static int touch_outside_huge(void *arg)
+{
+	struct uffdm_handler_config cfg = {
+		.threads = 1, .fault = noop_fill, .flags = UFFDM_HANDLER_SIGBUS_FD,
+	};
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	unsigned long s0, e0, s1, e1, s2, e2;
+	struct uffdm_region *a;
+	struct uffdm_handler *h;
+	struct uffdm *u;
+	char *huge, *p;
+
+	(void)arg;
+	huge = mmap(NULL, 3 * HUGE_2M, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_NORESERVE, -1, 0);
+	if (huge == MAP_FAILED)
+		return 77;	/* no 2 MiB hugetlbfs at all (arm64 with 64 KiB pages) */
+	if (uffdm_open(&u, 0, 0) || uffdm_region_create(&a, UFFDM_SHMEM, 4096) ||
+	    uffdm_region_populate(a, 0, uffdm_region_size(a)) ||
+	    uffdm_region_register(u, a, 0, NULL) ||
+	    uffdm_range_register(u, huge, 3 * HUGE_2M,
+				 UFFDM_REGISTER_MISSING | UFFDM_REGISTER_NO_MINOR, NULL) ||
+	    uffdm_handler_start(&h, u, a, &cfg))
+		return 3;
+	p = huge + HUGE_2M + 12345;	/* inside the middle huge page, not aligned */
+	if (sigaction(SIGBUS, &sa, NULL))
+		return 4;
+	if (!sigsetjmp(outside_jmp, 1)) {
+		(void)*(volatile char *)p;
+		return 5;	/* read something: never */
+	}
+	if (outside_si_addr != p)
+		return 6;
+	if (mapping_of((uintptr_t)p, &s1, &e1) || mapping_of((uintptr_t)huge, &s0, &e0) ||
+	    mapping_of((uintptr_t)huge + 2 * HUGE_2M, &s2, &e2))
+		return 7;
+	if (s1 != (uintptr_t)huge + HUGE_2M || e1 != (uintptr_t)huge + 2 * HUGE_2M)
+		return 8;	/* not the whole huge page, aligned */
+	if (e0 != s1 || s2 != e1)
+		return 9;	/* a neighbour was taken too */
+	if (!sigsetjmp(outside_jmp, 1)) {
+		(void)*(volatile char *)(huge + HUGE_2M);	/* later: SIGBUS again */
+		return 10;
+	}
+	return 0;
+}
+
+static void test_outside_hugetlb_fence(void **state)
+{
+	struct child_result res = run_child(touch_outside_huge, NULL, 20);
+
+	(void)state;
+	if (res.exited && res.status == 77)
+		skip();
+	if (res.signal == SIGALRM)
+		fail_msg("faulting thread hung: the watchdog fired");
+	assert_false(res.signal);
+	assert_int_equal(res.status, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +348,7 @@ int main(void)
 		CROSS(test_outside_event),
 		CROSS(test_outside_fails),
 		CROSS(test_outside_fails_sigbus_fd),
+		cmocka_unit_test(test_outside_hugetlb_fence),
 	};
 
 	return cmocka_run_group_tests_name("regions", tests, NULL, NULL);
