@@ -266,14 +266,16 @@ static int move_to_sigbus(struct uffdm *u, void *addr, size_t len, size_t page)
 /*
  * Whether a touch of the page at p would wait for a server: not mapped, or
  * mapped uffd-wp write-protected (a write would).  A page mapped writable
- * works without one and is kept.
+ * works without one and is kept.  With WP_ASYNC on u no write waits: the
+ * protection is a tracker's (pagemap-scan), the page was served, and
+ * failing it would lose its bytes.
  */
-static bool waits(int pm, char *p, bool *mapped)
+static bool waits(const struct uffdm *u, int pm, char *p, bool *mapped)
 {
 	bool wp;
 
 	*mapped = uffdm__page_mapped(pm, p, &wp);
-	return !*mapped || wp;
+	return !*mapped || (wp && !(u->features & UFFD_FEATURE_WP_ASYNC));
 }
 
 /*
@@ -289,7 +291,7 @@ static int fail_local(struct uffdm *u, char *addr, size_t len, size_t page, bool
 	if (!ret && !uffdm__fence_usable(u))
 		ret = -EOPNOTSUPP;
 	for (char *p = addr; !ret && p <= end; p += page) {
-		bool mapped, fence = p < end && waits(pm, p, &mapped);
+		bool mapped, fence = p < end && waits(u, pm, p, &mapped);
 
 		if (fence && !mapped && poison) {
 			ssize_t done = uffdm_poison(u, p, page, UFFDM_DONTWAKE);

@@ -62,14 +62,6 @@ static unsigned int hist_pow2(unsigned int idx)
 	return idx / HIST_SUB + HIST_SUB_BITS - 1;
 }
 
-uint64_t uffdm__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Add n to a counter of t.  A handler thread is the one writer of its own
  * block: a relaxed load and store, no locked instruction (a fault adds to
@@ -188,9 +180,14 @@ static int prepare_region(struct uffdm_handler *h, struct uffdm_region *r)
 			return 0;
 		return uffdm_open(&r->sigbus, h->u->flags & ~UFFDM_OPEN_NONBLOCK, feat);
 	}
-	/* another mm's view: a descriptor of that mm, or nothing fails it but POISON */
-	ret = uffdm__sigbus_open(h->u, feat, &r->sigbus);
-	return !ret && !r->sigbus && !h->poison ? -EOPNOTSUPP : ret;
+	/*
+	 * Another mm's view: POISON fails its holes; what POISON cannot (every
+	 * page without it, a refused write) only that mm's owner can fence
+	 * without a window, so its states must be shared with the owner's
+	 * watchdog (owner.c).  A SIGBUS descriptor is not used: moving a page
+	 * there reads a hole as zeroes or lands a refused write in between.
+	 */
+	return !h->poison && !r->tail ? -EOPNOTSUPP : 0;
 }
 
 /* r joins (true) or leaves the table, under the write lock: holders' counts follow. */
@@ -355,6 +352,19 @@ static enum counter kind_counter(enum uffdm_event_kind k)
 }
 
 /*
+ * A region of another mm whose states its owner shares: the owner's
+ * fencer reads its slots, for a fault outside every region (under the
+ * table's read lock).
+ */
+static struct uffdm_region *owner_region(const struct uffdm_handler *h)
+{
+	for (unsigned int i = 0; i < h->nregions; i++)
+		if (h->regions[i]->tail && !uffdm__region_local(h->regions[i]))
+			return h->regions[i];
+	return NULL;
+}
+
+/*
  * No region holds the address.  It is never another region's business, so
  * it is either the application's (OUTSIDE_EVENT) or failed.
  */
@@ -370,7 +380,7 @@ static void serve_outside(struct hthread *t, const struct uffdm_event *ev)
 	}
 	count(t, C_FAILED, 1);
 	caller_init(&c, h);
-	uffdm__ps_fail_outside(&c, h->sigbus, ev->addr);
+	uffdm__ps_fail_outside(&c, h->sigbus, owner_region(h), ev);
 }
 
 static void serve_fault(struct hthread *t, const struct uffdm_event *ev, uint64_t t0)
@@ -571,7 +581,7 @@ static int check_config(const struct uffdm *u, const struct uffdm_handler_config
 
 static int prepare(struct uffdm_handler *h)
 {
-	int fl = fcntl(h->u->fd, F_GETFL);
+	int fl = fcntl(h->u->fd, F_GETFL), ret;
 
 	/* Several threads poll one descriptor: a read must never block. */
 	if (fl < 0 || fcntl(h->u->fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -586,9 +596,13 @@ static int prepare(struct uffdm_handler *h)
 		.u = h->u, .poison = h->poison, .fault = h->cfg.fault, .arg = h->cfg.arg,
 		.ops = &ps_ops,
 	};
-	if (h->poison)
-		return 0;
-	/* in u's mm: an adopted u's is a duplicate of the one it brought */
+	if (h->u->adopted)
+		return 0;	/* another mm: POISON, or its owner (owner.c) */
+	/* a fault outside every region of this mm is fenced */
+	ret = uffdm__fence_prepare(h->u);
+	if (ret || h->poison || uffdm__fence_usable(h->u))
+		return ret;
+	/* with EVENT_UNMAP, where no fence can be made */
 	return uffdm__sigbus_open(h->u, UFFD_FEATURE_SIGBUS, &h->sigbus);
 }
 

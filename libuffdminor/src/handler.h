@@ -76,4 +76,7 @@ int uffdm__handler_start(struct uffdm_handler **out, struct uffdm *u, struct uff
 int uffdm__handler_stats(const struct uffdm_handler *h, struct uffdm_stats *st);
 int uffdm__handler_stop(struct uffdm_handler *h, struct uffdm_stats *st);
 
+/* Tests only (test-watchdog.c): called with what a handler thread's read returned. */
+extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
+
 #endif

@@ -21,6 +21,9 @@ struct uffdm {
 	int fence_fd;
 };
 
+/* Faults outside every region a remote server can hand its VMM at once. */
+#define UFFDM_OUTSIDE_SLOTS	8
+
 /*
  * The end of a region's shared page states (uffdm_region_state_fd()): its
  * shape, the fault messages every server of the region began and ended serving, and
@@ -35,6 +38,15 @@ struct uffdm_state_tail {
 	uint64_t ended;
 	uint64_t completed;
 	uint64_t first_ns;	/* 0: the watchdog asks when a fault is next served */
+	/*
+	 * Failures a server in another process cannot make for good: the
+	 * VMM's fencer (owner.c) fences them in its own mm.  A server marks
+	 * pages UFFDM_PS_OWNER, or puts the address of a fault outside its
+	 * regions in a free slot, then bumps fence_seq and futex-wakes it.
+	 */
+	uint32_t fence_seq;
+	uint32_t pad;
+	uint64_t outside[UFFDM_OUTSIDE_SLOTS];	/* 0: free */
 };
 
 struct uffdm_region {
@@ -84,9 +96,11 @@ struct uffdm_region {
 #define UFFDM_PS_BITS		3
 #define UFFDM_PS_MASK		((1u << UFFDM_PS_BITS) - 1)
 #define UFFDM_PS_GEN_ONE	(1u << UFFDM_PS_BITS)
+/* Failed by a server of another mm, not yet fenced by that mm's owner (owner.c). */
+#define UFFDM_PS_OWNER		6u
 /* Allocates r->pstate and sets uaddr; for every region constructor. */
 int uffdm__region_init_state(struct uffdm_region *r, uintptr_t uaddr);
-/* The registered view is in this process's mm: failed pages can move to r->sigbus. */
+/* The registered view is in this process's mm: failed pages can be fenced here. */
 static inline bool uffdm__region_local(const struct uffdm_region *r)
 {
 	return r->view && (uintptr_t)r->view == r->uaddr;
@@ -112,7 +126,7 @@ int uffdm__sigbus_open(struct uffdm *u, uint64_t features, struct uffdm **out);
 
 /* thread.c: a library thread, with every signal blocked */
 int uffdm__thread_start(pthread_t *tid, void *(*fn)(void *), void *arg);
-/* CLOCK_MONOTONIC in ns (handler.c) */
+/* thread.c: CLOCK_MONOTONIC in ns */
 uint64_t uffdm__now_ns(void);
 
 /* fence.c: failing pages of this process's views for good (see there) */
@@ -122,6 +136,22 @@ int uffdm__fence(struct uffdm *u, void *addr, size_t len);
 /* /proc/self/pagemap, or a negated errno; then whether a page is mapped (and uffd-wp). */
 int uffdm__pagemap_open(void);
 bool uffdm__page_mapped(int pm, const void *addr, bool *wp);
+
+/*
+ * owner.c: in the process whose memory it is, the fences its servers in
+ * other processes ask for (UFFDM_PS_OWNER pages, outside slots).  A thread;
+ * stopping makes one last pass.
+ */
+struct uffdm__owner;
+int uffdm__owner_start(struct uffdm__owner **out, struct uffdm *u, struct uffdm_region *const *r,
+		       unsigned int nr, unsigned int fail_flags);
+void uffdm__owner_stop(struct uffdm__owner *o);
+/* One pass now (a lost server may have marked pages and died before asking). */
+void uffdm__owner_kick(struct uffdm__owner *o);
+/* Server side: tell r's owner there is work (after the states say what). */
+void uffdm__owner_ask(struct uffdm_region *r);
+/* Server side: a fault outside every region, for the owner of r's mm; false when full. */
+bool uffdm__owner_post(struct uffdm_region *r, uint64_t addr);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);

@@ -226,14 +226,6 @@ static int poison_hole(struct svc *s, char *p, size_t len)
 	return done < 0 ? (int)done : 0;
 }
 
-static int poison_page(struct svc *s, char *p, size_t len)
-{
-	int ret = poison_hole(s, p, len);
-
-	/* mapped meanwhile: nothing to refuse */
-	return ret == -EEXIST ? uffdm_wake(svc_u(s), p, len) : ret;
-}
-
 /*
  * Move the page to a descriptor opened with UFFD_FEATURE_SIGBUS, whose
  * faults are SIGBUS without an event, and wake the thread into it.  It is
@@ -260,12 +252,18 @@ static int move_to_sigbus(struct uffdm *u, struct uffdm *sigbus, char *p, size_t
 	return ret ? ret : woke;
 }
 
+/* fail_page(): the page is left to the owner of its mm (owner.c), not woken. */
+#define TO_OWNER	1
+
 /*
  * One page fails for good.  POISON (6.6+) where it can: a page not mapped.
  * A mapped page (a refused write, or a deferred WP page completed with an
  * error) and every page without POISON: a fence in this process's view
- * (fence.c), no window; only another process's view takes the SIGBUS
- * descriptor and its window (see uffdm_handler_start(3)).
+ * (fence.c), no window.  Another process's view cannot be fenced from
+ * here, and moving the page to a SIGBUS descriptor has a window (a hole
+ * read as zeroes, a refused write landing): the page is left to that
+ * process, asleep, and its owner fences it (TO_OWNER).  With EVENT_UNMAP
+ * (no fence) a local view's page still moves, with its window.
  */
 static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 {
@@ -280,14 +278,16 @@ static int fail_page(struct svc *s, struct uffdm_region *r, char *p, bool wp)
 	}
 	if (uffdm__region_local(r) && uffdm__fence_usable(h->u))
 		return uffdm__fence(h->u, p, r->page);
+	if (!uffdm__region_local(r) && r->tail)
+		return TO_OWNER;
 	if (r->sigbus)
 		return move_to_sigbus(h->u, r->sigbus, p, r->page, wp);
 	/*
-	 * A mapped page of another process's view, no SIGBUS descriptor of
-	 * that mm: nothing here can refuse a write.  Woken (a reader of a page
-	 * mapped meanwhile goes on), a writer faults once more and then sleeps
-	 * (see refused()) until that process fails the page: uffdm_range_fail(3)
-	 * there fences it and wakes it.
+	 * A mapped page of another process's view whose states that process
+	 * does not share: nothing here can refuse a write.  Woken (a reader of
+	 * a page mapped meanwhile goes on), a writer faults once more and then
+	 * sleeps (see refused()) until that process fails the page:
+	 * uffdm_range_fail(3) there fences it and wakes it.
 	 */
 	uffdm_wake(h->u, p, r->page);
 	return -EOPNOTSUPP;
@@ -299,18 +299,33 @@ static bool refused(const struct uffdm_region *r, const struct ps_server *h, boo
 	return !wp || r->sigbus || (uffdm__region_local(r) && uffdm__fence_usable(h->u));
 }
 
-/* The pages cannot be made right: their threads get SIGBUS, now and on every later touch. */
-static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp)
+static void settle(struct uffdm_region *r, size_t off, size_t len, const uint32_t *gen,
+		   unsigned int to, bool final_too);
+
+/*
+ * The pages (of generation gen[i]) cannot be made right: their threads
+ * get SIGBUS, now and on every later touch.  Each ends FAILED, or
+ * UFFDM_PS_OWNER when its owner must fence it; the owner is asked once
+ * the states say which (final_too: even from FILLED, see settle()).
+ */
+static int fail_run(struct svc *s, struct uffdm_region *r, size_t off, size_t len, bool wp,
+		    const uint32_t *gen, bool final_too)
 {
 	uint64_t t0 = step_start(s);
+	bool ask = false;
 	int ret = 0;
 
-	for (size_t o = off; o < off + len; o += r->page) {
+	for (size_t o = off, i = 0; o < off + len; o += r->page, i++) {
 		int one = fail_page(s, r, uaddr(r, o), wp);
 
-		if (!ret)
+		settle(r, o, r->page, &gen[i], one == TO_OWNER ? UFFDM_PS_OWNER : UFFDM_PAGE_FAILED,
+		       final_too);
+		ask |= one == TO_OWNER;
+		if (!ret && one != TO_OWNER)
 			ret = one;
 	}
+	if (ask)
+		uffdm__owner_ask(r);
 	time_ioctl(s, t0);
 	count(s, C_FAILED, len / r->page);
 	return ret;
@@ -401,8 +416,7 @@ static int finish_run(struct svc *s, struct uffdm_region *r, size_t off, size_t 
 		uffdm__test_after_fill(r, off, len);
 	done = wp ? unprotect(s, r, off, len) : map_current(s, r, off, len, gen);
 	if (done < 0) {
-		fail_run(s, r, off, len, wp);
-		settle(r, off, len, gen, UFFDM_PAGE_FAILED, true);
+		fail_run(s, r, off, len, wp, gen, true);
 		return (int)done;
 	}
 	count(s, C_RESOLVED, wp ? len / r->page : (size_t)done);
@@ -430,8 +444,7 @@ static void fill_by_callback(struct svc *s, struct uffdm_region *r, size_t off,
 		return;
 	}
 	if (ret) {
-		fail_run(s, r, off, r->page, wp);
-		settle(r, off, r->page, &gen, UFFDM_PAGE_FAILED, false);
+		fail_run(s, r, off, r->page, wp, &gen, false);
 		return;
 	}
 	finish_run(s, r, off, r->page, &gen, wp);
@@ -464,7 +477,7 @@ static void serve_page(struct svc *sv, struct uffdm_region *r, const struct uffd
 			gen = GEN(old);
 			done = wp ? unprotect(s, r, off, r->page) : map_current(s, r, off, r->page, &gen);
 			if (done < 0)
-				fail_run(s, r, off, r->page, wp);
+				fail_run(s, r, off, r->page, wp, &gen, true);
 			else
 				count(s, C_RESOLVED, wp ? 1 : (size_t)done);
 			return;
@@ -527,26 +540,60 @@ void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
 	tally(r, offsetof(struct uffdm_state_tail, ended));
 }
 
-/* A fault outside every region: poison it or move it to the handler's SIGBUS descriptor. */
-void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus, uint64_t addr)
+/*
+ * One try at failing the outside fault at p, as if its page were len long
+ * (-EINVAL: it is not), as fail_page() fails a page: POISON for a hole;
+ * what POISON cannot take (a refused write; every page without POISON) a
+ * fence in this process, else the owner of that mm through owner's
+ * states (TO_OWNER), else the SIGBUS descriptor, with its window.
+ */
+static int fail_outside_as(struct svc *s, struct uffdm *sigbus, struct uffdm_region *owner,
+			   char *p, size_t len, bool wp)
+{
+	const struct ps_server *h = s->c->srv;
+	int ret;
+
+	if (h->poison && !wp) {
+		ret = poison_hole(s, p, len);
+		if (ret != -EEXIST)
+			return ret;
+	}
+	if (!h->u->adopted && uffdm__fence_usable(h->u))
+		return uffdm__fence(h->u, p, len);
+	if (owner)
+		return TO_OWNER;
+	return sigbus ? move_to_sigbus(h->u, sigbus, p, len, wp) : -EOPNOTSUPP;
+}
+
+/*
+ * A fault outside every region.  The page size is not known: each is tried
+ * until one fits the mapping.  Left to the owner, the thread sleeps until
+ * the owner fences the page (a full set of slots: woken, it faults again).
+ */
+void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus,
+			    struct uffdm_region *owner, const struct uffdm_event *ev)
 {
 	static const size_t sizes[] = { 4096, 2UL << 20, 1UL << 30 };
-	const struct ps_server *h = c->srv;
+	bool wp = ev->kind == UFFDM_EVENT_WP;
 	struct svc s;
 	int ret = -EINVAL;
 
 	svc_init(&s, c);
-	/* The page size is not known: try each until one fits the mapping. */
 	for (size_t i = 0; i < UFFDM_ARRAY_SIZE(sizes) && ret == -EINVAL; i++) {
-		char *p = (char *)(uintptr_t)(addr & ~(uint64_t)(sizes[i] - 1));
+		char *p = (char *)(uintptr_t)(ev->addr & ~(uint64_t)(sizes[i] - 1));
 
-		if (h->poison)
-			ret = poison_page(&s, p, sizes[i]);
-		else if (sigbus)
-			ret = move_to_sigbus(h->u, sigbus, p, sizes[i], false);
+		ret = fail_outside_as(&s, sigbus, owner, p, sizes[i], wp);
 	}
-	if (ret)
-		uffdm_wake(h->u, (void *)(uintptr_t)(addr & ~4095ull), 4096);
+	if (ret == TO_OWNER && uffdm__owner_post(owner, ev->addr & ~4095ull))
+		ret = 0;
+	/*
+	 * Nothing here can fail it (a refused write of another mm whose states
+	 * are not shared): woken, it would only fault again, for ever.  It
+	 * sleeps until that process's uffdm_range_fail(3), as a refused write
+	 * inside a region does.
+	 */
+	else if (ret && ret != -EOPNOTSUPP)
+		uffdm_wake(c->srv->u, (void *)(uintptr_t)(ev->addr & ~4095ull), 4096);
 	svc_end(&s);
 }
 
@@ -631,8 +678,7 @@ static int complete_chunk(struct svc *s, struct uffdm_region *r, size_t off, siz
 		return ret;
 	count(s, C_COMPLETED, n);
 	if (err) {
-		fail_run(s, r, off, n * r->page, false);
-		settle(r, off, n * r->page, gen, UFFDM_PAGE_FAILED, false);
+		fail_run(s, r, off, n * r->page, false, gen, false);
 	} else {
 		ret = finish_run(s, r, off, n * r->page, gen, false);
 	}
@@ -720,8 +766,7 @@ void uffdm__ps_fail_deferred(const struct ps_caller *c, struct uffdm_region *r)
 
 		if (PS(old) != UFFDM_PAGE_DEFERRED || !cas(w, &old, gen | PS_COMPLETING))
 			continue;
-		fail_run(&s, r, o, r->page, false);
-		settle(r, o, r->page, &gen, UFFDM_PAGE_FAILED, false);
+		fail_run(&s, r, o, r->page, false, &gen, false);
 	}
 	svc_end(&s);
 }

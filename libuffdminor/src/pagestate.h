@@ -50,16 +50,19 @@ struct ps_caller {
  * window a zap can fall into.
  */
 extern void (*uffdm__test_after_fill)(struct uffdm_region *r, size_t off, size_t len);
-/* Tests only (test-watchdog.c): called with what a handler thread's read returned. */
-extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
 
 /* A fault message for a page of r. */
 void uffdm__ps_serve(const struct ps_caller *c, struct uffdm_region *r,
 		     const struct uffdm_event *ev);
 /* Work in hand no count shows yet (a read batch): one fault begun on r, or given back. */
 void uffdm__ps_hold(struct uffdm_region *r, bool hold);
-/* A fault outside every region: poisoned, or moved to sigbus (may be NULL). */
-void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus, uint64_t addr);
+/*
+ * A fault outside every region: poisoned, fenced, left to the owner of its
+ * mm through owner's shared states (NULL: none), or moved to sigbus (may
+ * be NULL).
+ */
+void uffdm__ps_fail_outside(const struct ps_caller *c, struct uffdm *sigbus,
+			    struct uffdm_region *owner, const struct uffdm_event *ev);
 /* Whole pages of r: 0, -EINVAL, -ERANGE. */
 int uffdm__ps_check_span(const struct uffdm_region *r, size_t off, size_t len);
 /* uffdm_handler_complete(3) and uffdm_handler_claim(3) once the handler is checked. */

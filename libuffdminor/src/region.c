@@ -101,7 +101,7 @@ static size_t tail_offset(const struct uffdm_region *r)
 
 static size_t state_bytes(const struct uffdm_region *r)
 {
-	return tail_offset(r) + 64;
+	return tail_offset(r) + ((sizeof(struct uffdm_state_tail) + 63) & ~(size_t)63);
 }
 
 static void map_state(struct uffdm_region *r, void *map, int fd)
@@ -294,7 +294,9 @@ static void take_over(struct uffdm_region *r)
 		uint32_t old = __atomic_load_n(&r->pstate[i], __ATOMIC_ACQUIRE);
 		unsigned int st = old & UFFDM_PS_MASK;
 
+		/* a page failed and waiting for the owner's fence stays so */
 		while (st != UFFDM_PAGE_EMPTY && st != UFFDM_PAGE_FILLED && st != UFFDM_PAGE_FAILED &&
+		       st != UFFDM_PS_OWNER &&
 		       !__atomic_compare_exchange_n(&r->pstate[i], &old,
 						    (old & ~UFFDM_PS_MASK) | UFFDM_PAGE_EMPTY, false,
 						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -358,7 +360,9 @@ int uffdm_region_page_state(const struct uffdm_region *r, size_t off)
 	if (off >= r->size)
 		return -ERANGE;
 	st = __atomic_load_n(&r->pstate[off / r->page], __ATOMIC_ACQUIRE) & UFFDM_PS_MASK;
-	/* Internal states beyond the public ones are fills in progress. */
+	/* Internal states beyond the public ones: failed, or fills in progress. */
+	if (st == UFFDM_PS_OWNER)
+		return UFFDM_PAGE_FAILED;
 	return st > UFFDM_PAGE_FAILED ? UFFDM_PAGE_FILLING : (int)st;
 }
 

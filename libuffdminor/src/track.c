@@ -40,6 +40,7 @@ struct uffdm_tracker {
 	int pagemap_err;	/* why pagemap_fd is -1 */
 	uint64_t *buf;
 	size_t buf_len;
+	uint8_t *first;		/* served memory: mapped at the start, for the first collection */
 };
 
 static size_t track_bitmap_len(const struct uffdm_tracker *t)
@@ -285,6 +286,35 @@ static int start_auto(struct uffdm_tracker *t)
 	return 0;
 }
 
+/*
+ * Memory a handler serves: a page it maps while the start runs may be
+ * protected (or have its bit cleared) before or after it is mapped, so
+ * whether the first collection showed it depended on timing (issue 31).
+ * Pinned down: the first collection also reports every page mapped when
+ * the start returns (read after the kind started, so a page mapped later
+ * is written in the kind's own eyes).  A round 0 copies served pages anyway.
+ */
+static int note_mapped(struct uffdm_tracker *t)
+{
+	size_t per = t->page / BASE_PAGE, n4k = t->size / BASE_PAGE;
+	uint64_t ent[512];
+
+	t->first = calloc(1, track_bitmap_len(t));
+	if (!t->first)
+		return -ENOMEM;
+	for (size_t i = 0, k; i < n4k; i += k) {
+		off_t off = (off_t)(((uintptr_t)t->view / BASE_PAGE + i) * sizeof(ent[0]));
+
+		k = n4k - i < UFFDM_ARRAY_SIZE(ent) ? n4k - i : UFFDM_ARRAY_SIZE(ent);
+		if (pread(t->pagemap_fd, ent, k * sizeof(ent[0]), off) != (ssize_t)(k * sizeof(ent[0])))
+			return -EIO;
+		for (size_t j = 0; j < k; j++)
+			if (ent[j] >> 63 & 1)
+				track_bit_set(t->first, (i + j) / per);
+	}
+	return 0;
+}
+
 int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, void *addr,
 			size_t len, size_t page, unsigned int flags)
 {
@@ -308,6 +338,8 @@ int uffdm_tracker_start(struct uffdm_tracker **out, enum uffdm_track_kind kind, 
 		ret = start_kind(t, kind);
 		t->kind = kind;
 	}
+	if (!ret && (t->reg & REG_MINOR))
+		ret = note_mapped(t);
 	if (ret) {
 		t->kind = UFFDM_TRACK_NONE;	/* what start_kind failed to start is torn down */
 		uffdm_tracker_stop(t);
@@ -328,12 +360,8 @@ bool uffdm_tracker_needs_quiesce(const struct uffdm_tracker *t)
 	return t && (t->kind == UFFDM_TRACK_SOFT_DIRTY || t->kind == UFFDM_TRACK_UFFD_WP);
 }
 
-int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int flags)
+static int collect_kind(struct uffdm_tracker *t, uint8_t *bitmap, bool last)
 {
-	bool last = flags & UFFDM_TRACK_LAST;
-
-	if (!t || !bitmap || (flags & ~UFFDM_TRACK_LAST))
-		return -EINVAL;
 	switch (t->kind) {
 	case UFFDM_TRACK_PAGEMAP_SCAN:
 		return scan(t, bitmap, scan_flags(t, last));
@@ -346,6 +374,22 @@ int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int
 		memset(bitmap, 0xff, track_bitmap_len(t));
 		return 0;
 	}
+}
+
+int uffdm_tracker_collect(struct uffdm_tracker *t, uint8_t *bitmap, unsigned int flags)
+{
+	int ret;
+
+	if (!t || !bitmap || (flags & ~UFFDM_TRACK_LAST))
+		return -EINVAL;
+	ret = collect_kind(t, bitmap, flags & UFFDM_TRACK_LAST);
+	if (!ret && t->first) {
+		for (size_t i = 0; i < track_bitmap_len(t); i++)
+			bitmap[i] |= t->first[i];
+		free(t->first);
+		t->first = NULL;
+	}
+	return ret;
 }
 
 void uffdm_tracker_stop(struct uffdm_tracker *t)
@@ -361,5 +405,6 @@ void uffdm_tracker_stop(struct uffdm_tracker *t)
 	if (t->pagemap_fd >= 0)
 		close(t->pagemap_fd);
 	free(t->buf);
+	free(t->first);
 	free(t);
 }

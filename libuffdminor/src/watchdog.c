@@ -48,6 +48,8 @@ struct uffdm_watchdog {
 	 */
 	uint64_t stale;
 	struct uffdm_watchdog_report rep;
+	/* fails for good what a server in another process could not (owner.c) */
+	struct uffdm__owner *owner;
 };
 
 static uint64_t load(const uint64_t *v)
@@ -182,6 +184,8 @@ static bool lose(struct uffdm_watchdog *w, enum uffdm_server_loss why, uint64_t 
 	/* A stalled server that woke would serve beside its replacement. */
 	if (why == UFFDM_SERVER_STALLED && w->pidfd)
 		syscall(SYS_pidfd_send_signal, w->fd, SIGKILL, NULL, 0);
+	/* what it marked for us and died before asking: failed whatever comes next */
+	uffdm__owner_kick(w->owner);
 	/* before lost(): the replacement may serve before it returns */
 	before = served(w, &inflight);
 	for (unsigned int i = 0; i < w->nr; i++)
@@ -314,12 +318,16 @@ int uffdm_watchdog_start(struct uffdm_watchdog **out, struct uffdm *u,
 	w->fd = w->p.server_fd;
 	w->st.served = served(w, &inflight);
 	w->st.progress_at = uffdm__now_ns();
+	ret = uffdm__owner_start(&w->owner, u, regions, nr, w->p.fail_flags);
+	if (ret)
+		goto err;
 	ret = uffdm__thread_start(&w->tid, watch, w);
 	if (ret)
 		goto err;
 	*out = w;
 	return 0;
 err:
+	uffdm__owner_stop(w->owner);
 	free_watchdog(w);
 	return ret;
 }
@@ -349,6 +357,7 @@ int uffdm_watchdog_stop(struct uffdm_watchdog *w, struct uffdm_watchdog_report *
 	while (write(w->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR)
 		;
 	pthread_join(w->tid, NULL);
+	uffdm__owner_stop(w->owner);	/* its last pass fails what was asked */
 	w->rep.takeover_ns = takeover_ns(w);
 	if (report) {
 		/* a newer caller's larger struct: the fields it adds stay as they were */

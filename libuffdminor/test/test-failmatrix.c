@@ -11,8 +11,8 @@
  *   write    a refused write never lands (the backing page is unchanged);
  *   msgs     the fault messages for the page are bounded (no livelock),
  *            and a thread waiting on a deferred page does not refault;
- *   time     every step ends: a child silent for SILENCE_S seconds is
- *            killed and its cell fails (the limit follows progress);
+ *   time     every step ends: a child silent for CELL_SILENCE_S seconds is
+ *            killed and its cell fails (cells.c) (the limit follows progress);
  *   teardown stop, unregister, destroy, close succeed in that order.
  *
  * Each cell runs in its own forked child, several at once, so a hang or a
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "cells.h"
 
 enum kind { K_MINOR_READ, K_MINOR_WRITE, K_HOLE, K_WP, K_NR };
 enum cause { C_CB_ERR, C_CB_NOWRITE, C_DEFER_ERR, C_DEFER_STOP, C_AFTER_STOP, C_GONE, C_NR };
@@ -49,7 +50,6 @@ static const char *const mode_name[] = { "threads", "loop" };
 
 #define NCELLS		(K_NR * C_NR * P_NR * M_NR)
 #define PARALLEL	6
-#define SILENCE_S	10
 #define MAX_MSGS	16	/* fault messages one failed page may cost, all threads */
 #define MAX_BUSY	3	/* messages while two threads wait on a deferred page */
 
@@ -62,81 +62,6 @@ struct cell {
 };
 
 /* ---- the child: one cell ---------------------------------------------- */
-
-static int report_fd;
-
-static void say(const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(report_fd, buf, (size_t)n) < 0)
-		_exit(3);
-}
-
-/* The last line a child says is its verdict: PASS, SKIP why, FAIL why. */
-#define FAIL(...) do { say("FAIL " __VA_ARGS__); return 1; } while (0)
-#define SKIP(...) do { say("SKIP " __VA_ARGS__); return 0; } while (0)
-
-static __thread sigjmp_buf *bus_jmp;
-
-static void on_sigbus(int sig)
-{
-	if (bus_jmp)
-		siglongjmp(*bus_jmp, 1);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* 1 when the access raised SIGBUS, 0 when it completed. */
-static int touch(volatile char *p, bool wr)
-{
-	sigjmp_buf jb;
-	int got = 1;
-
-	bus_jmp = &jb;
-	/* atomic: threads race on the byte on purpose (TSan would say so) */
-	if (!sigsetjmp(jb, 1)) {
-		if (wr)
-			__atomic_store_n(p, 'W', __ATOMIC_RELAXED);
-		else
-			(void)__atomic_load_n(p, __ATOMIC_RELAXED);
-		got = 0;
-	}
-	bus_jmp = NULL;
-	return got;
-}
-
-struct toucher {
-	pthread_t tid;
-	volatile char *p;
-	bool wr;
-	int sigbus;
-};
-
-static void *touch_thread(void *arg)
-{
-	struct toucher *t = arg;
-
-	t->sigbus = touch(t->p, t->wr);
-	return NULL;
-}
-
-static void start_touch(struct toucher *t, volatile char *p, bool wr)
-{
-	*t = (struct toucher){ .p = p, .wr = wr };
-	if (pthread_create(&t->tid, NULL, touch_thread, t))
-		_exit(3);
-}
 
 struct ctx {
 	const struct cell *cell;
@@ -192,34 +117,34 @@ static int setup(struct ctx *c)
 	int ret;
 
 	if (uffdm_probe(&pr))
-		FAIL("uffdm_probe");
+		CELL_FAIL("uffdm_probe");
 	if (cl->p == P_POISON && !uffdm_probe_poison(&pr))
-		SKIP("no UFFDIO_POISON (Linux 6.6+)");
+		CELL_SKIP("no UFFDIO_POISON (Linux 6.6+)");
 	if (cl->k == K_WP && !uffdm_probe_has(&pr, UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
-		SKIP("no uffd-wp on shmem/hugetlbfs (5.19+, x86 or arm64 6.10+)");
+		CELL_SKIP("no uffd-wp on shmem/hugetlbfs (5.19+, x86 or arm64 6.10+)");
 	c->page = uffdm_backing_page_size(cl->mc->backing);
 	ret = uffdm_region_create(&c->r, cl->mc->backing, c->page);
 	if (ret == -ENOMEM || ret == -ENOSPC)
-		SKIP("no huge page in the pool (vm.nr_hugepages)");
+		CELL_SKIP("no huge page in the pool (vm.nr_hugepages)");
 	if (ret)
-		FAIL("uffdm_region_create: %s", strerror(-ret));
+		CELL_FAIL("uffdm_region_create: %s", strerror(-ret));
 	ret = uffdm_open(&c->u, 0, features(cl->k));
 	if (ret)
-		SKIP("uffdm_open: %s", strerror(-ret));
+		CELL_SKIP("uffdm_open: %s", strerror(-ret));
 	c->view = uffdm_region_view(c->r);
 	c->backing = uffdm_region_backing(c->r);
 	if (uffdm_region_populate(c->r, 0, c->page))
-		FAIL("populate");
+		CELL_FAIL("populate");
 	memset(c->backing, 's', c->page);	/* stale: never to be read through the view */
 	ret = uffdm_region_register(c->u, c->r, reg_flags(cl->k), NULL);
 	if (ret)
-		FAIL("register: %s", strerror(-ret));
+		CELL_FAIL("register: %s", strerror(-ret));
 	if (cl->k == K_HOLE && uffdm_region_discard(c->r, 0, c->page))
-		FAIL("discard");
+		CELL_FAIL("discard");
 	/* mapped and write-protected before the handler knows the page */
 	if (cl->k == K_WP && (uffdm_continue(c->u, c->view, c->page, 0) != (ssize_t)c->page ||
 			      uffdm_writeprotect(c->u, c->view, c->page, true)))
-		FAIL("map write-protected");
+		CELL_FAIL("map write-protected");
 	return 0;
 }
 
@@ -260,11 +185,11 @@ static int start_handler(struct ctx *c)
 	int ret = uffdm_handler_start(&c->h, c->u, c->r, &cfg);
 
 	if (ret)
-		FAIL("uffdm_handler_start: %s", strerror(-ret));
+		CELL_FAIL("uffdm_handler_start: %s", strerror(-ret));
 	if (c->cell->m == M_LOOP) {
 		c->quit_fd = eventfd(0, EFD_CLOEXEC);
 		if (c->quit_fd < 0 || pthread_create(&c->loop, NULL, event_loop, c))
-			FAIL("event loop");
+			CELL_FAIL("event loop");
 	}
 	return 0;
 }
@@ -307,18 +232,18 @@ static int wait_deferred(struct ctx *c, struct toucher *b)
 	struct uffdm_stats st = { 0 };
 	uint64_t m0;
 
-	say("phase wait-deferred");
+	cell_say("phase wait-deferred");
 	while (uffdm_region_page_state(c->r, 0) != UFFDM_PAGE_DEFERRED)
 		pause_ms(1);
 	start_touch(b, c->view, writes(c->cell->k));
-	say("phase wait-second-fault");
+	cell_say("phase wait-second-fault");
 	while (!uffdm_handler_stats(c->h, &st) && !st.duplicates)
 		pause_ms(1);
 	/* both wait now: a busy refault loop shows as messages */
 	m0 = messages(c);
 	pause_ms(50);
 	if (messages(c) - m0 > MAX_BUSY)
-		FAIL("busy refault loop: %llu messages in 50 ms while deferred",
+		CELL_FAIL("busy refault loop: %llu messages in 50 ms while deferred",
 		     (unsigned long long)(messages(c) - m0));
 	return 0;
 }
@@ -334,48 +259,48 @@ static int first_faults(struct ctx *c, struct toucher *a, struct toucher *b)
 	if (cl->c == C_AFTER_STOP) {
 		ret = stop_handler(c, NULL);
 		if (ret)
-			FAIL("stop before any fault: %s", strerror(-ret));
+			CELL_FAIL("stop before any fault: %s", strerror(-ret));
 	}
-	say("phase first-touch");
+	cell_say("phase first-touch");
 	start_touch(a, c->view, writes(cl->k));
 	switch (cl->c) {
 	case C_DEFER_ERR:
 		if (wait_deferred(c, b))
 			return 1;
-		say("phase complete-error");
+		cell_say("phase complete-error");
 		ret = uffdm_handler_complete(c->h, c->r, 0, c->page, -EIO);
 		if (ret)
-			FAIL("uffdm_handler_complete(-EIO): %s", strerror(-ret));
+			CELL_FAIL("uffdm_handler_complete(-EIO): %s", strerror(-ret));
 		break;
 	case C_DEFER_STOP:
 		if (wait_deferred(c, b))
 			return 1;
-		say("phase stop-deferred");
+		cell_say("phase stop-deferred");
 		ret = stop_handler(c, NULL);
 		if (ret)
-			FAIL("stop with a deferred page: %s", strerror(-ret));
+			CELL_FAIL("stop with a deferred page: %s", strerror(-ret));
 		break;
 	case C_GONE:
 		/* the server died before reading the fault: the VMM fails the range */
-		say("phase wait-queued");
+		cell_say("phase wait-queued");
 		pfd = (struct pollfd){ .fd = uffdm_fd(c->u), .events = POLLIN };
 		while (poll(&pfd, 1, 1000) <= 0)
-			say("phase wait-queued");
-		say("phase range-fail");
+			cell_say("phase wait-queued");
+		cell_say("phase range-fail");
 		ret = uffdm_range_fail(c->u, c->view, c->page, c->page,
 				       cl->p == P_SIGBUS_FD ? UFFDM_FAIL_SIGBUS_FD : 0);
 		if (ret)
-			FAIL("uffdm_range_fail: %s", strerror(-ret));
+			CELL_FAIL("uffdm_range_fail: %s", strerror(-ret));
 		break;
 	default:
 		break;
 	}
-	say("phase join-first");
+	cell_say("phase join-first");
 	pthread_join(a->tid, NULL);
 	if (b->tid)
 		pthread_join(b->tid, NULL);
 	if (!a->sigbus || (b->tid && !b->sigbus))
-		FAIL("no SIGBUS on the first touch%s", b->tid && a->sigbus ? " (second thread)" : "");
+		CELL_FAIL("no SIGBUS on the first touch%s", b->tid && a->sigbus ? " (second thread)" : "");
 	return 0;
 }
 
@@ -384,7 +309,7 @@ static int later_touches(struct ctx *c)
 {
 	struct toucher t;
 
-	say("phase later");
+	cell_say("phase later");
 	for (int wr = 0; wr < 2; wr++) {
 		/* a write-protected page may be read: only writes are refused */
 		if (c->cell->k == K_WP && !wr)
@@ -392,10 +317,10 @@ static int later_touches(struct ctx *c)
 		start_touch(&t, c->view, wr);
 		pthread_join(t.tid, NULL);
 		if (!t.sigbus)
-			FAIL("a later %s by another thread did not raise SIGBUS",
+			CELL_FAIL("a later %s by another thread did not raise SIGBUS",
 			     wr ? "write" : "read");
-		if (!touch(c->view, wr))
-			FAIL("a later %s did not raise SIGBUS", wr ? "write" : "read");
+		if (!touch(c->view, wr, NULL))
+			CELL_FAIL("a later %s did not raise SIGBUS", wr ? "write" : "read");
 	}
 	return 0;
 }
@@ -405,17 +330,17 @@ static int teardown(struct ctx *c)
 	struct uffdm_stats st = { 0 };
 	int ret;
 
-	say("phase teardown");
+	cell_say("phase teardown");
 	if (c->h) {
 		ret = stop_handler(c, &st);
 		if (ret)
-			FAIL("uffdm_handler_stop: %s", strerror(-ret));
+			CELL_FAIL("uffdm_handler_stop: %s", strerror(-ret));
 		if (st.messages > MAX_MSGS)
-			FAIL("%llu fault messages for one failed page", (unsigned long long)st.messages);
+			CELL_FAIL("%llu fault messages for one failed page", (unsigned long long)st.messages);
 	}
 	ret = uffdm_region_unregister(c->u, c->r);
 	if (ret)
-		FAIL("uffdm_region_unregister after the failure: %s", strerror(-ret));
+		CELL_FAIL("uffdm_region_unregister after the failure: %s", strerror(-ret));
 	uffdm_region_destroy(c->r);
 	uffdm_close(c->u);
 	return 0;
@@ -427,10 +352,8 @@ static int run_cell(const struct cell *cl)
 	struct toucher a, b;
 	int ret;
 
-	signal(SIGBUS, on_sigbus);
-	signal(SIGSEGV, SIG_DFL);	/* cmocka's handler is the parent's business */
 	if (cl->c == C_CB_NOWRITE && cl->k != K_HOLE)
-		SKIP("n/a: the page has content, the callback's 0 maps it");
+		CELL_SKIP("n/a: the page has content, the callback's 0 maps it");
 	ret = setup(&c);
 	if (ret || !c.r || !c.u)
 		return ret;
@@ -439,30 +362,21 @@ static int run_cell(const struct cell *cl)
 	if (first_faults(&c, &a, &b) || later_touches(&c))
 		return 1;
 	if (__atomic_load_n(c.backing, __ATOMIC_RELAXED) == 'W')
-		FAIL("the refused write landed");
+		CELL_FAIL("the refused write landed");
 	if (c.h && messages(&c) > MAX_MSGS)
-		FAIL("%llu fault messages for one failed page", (unsigned long long)messages(&c));
+		CELL_FAIL("%llu fault messages for one failed page", (unsigned long long)messages(&c));
 	if (teardown(&c))
 		return 1;
-	say("PASS");
+	cell_say("PASS");
 	return 0;
 }
 
-/* ---- the parent: cells in parallel, each watched for silence ----------- */
+/* ---- the parent: cells in parallel (cells.c) ---------------------------- */
 
-struct running {
-	pid_t pid;
-	int fd;
-	size_t cell;
-	time_t heard;
-	char last[256];
-	size_t len;
-};
-
-struct verdict {
-	char text[320];
-	bool fail, skip;
-};
+static int run_one(const void *cell)
+{
+	return run_cell(cell);
+}
 
 static void cell_name(const struct cell *cl, char *buf, size_t len)
 {
@@ -470,117 +384,12 @@ static void cell_name(const struct cell *cl, char *buf, size_t len)
 		 mode_name[cl->m]);
 }
 
-static void spawn(struct running *rn, const struct cell *cells, size_t i)
-{
-	int p[2];
-
-	if (pipe(p))
-		fail_msg("pipe: %s", strerror(errno));
-	fflush(NULL);
-	rn->pid = fork();
-	if (rn->pid < 0)
-		fail_msg("fork: %s", strerror(errno));
-	if (!rn->pid) {
-		close(p[0]);
-		report_fd = p[1];
-		_exit(run_cell(&cells[i]));
-	}
-	close(p[1]);
-	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	rn->fd = p[0];
-	rn->cell = i;
-	rn->heard = time(NULL);
-	rn->len = 0;
-	strcpy(rn->last, "phase start");
-}
-
-/* Keep the last whole line; 1 at end of file. */
-static int drain(struct running *rn)
-{
-	char buf[512];
-	ssize_t n = read(rn->fd, buf, sizeof(buf));
-
-	if (n == 0)
-		return 1;
-	if (n < 0)
-		return 0;
-	rn->heard = time(NULL);
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] == '\n') {
-			rn->last[rn->len] = 0;
-			rn->len = 0;
-		} else if (rn->len < sizeof(rn->last) - 1) {
-			if (!rn->len)
-				rn->last[0] = 0;
-			rn->last[rn->len++] = buf[i];
-		}
-	}
-	return 0;
-}
-
-static void finish(struct running *rn, struct verdict *v, bool silent)
-{
-	int st = 0;
-
-	if (silent)
-		kill(rn->pid, SIGKILL);
-	waitpid(rn->pid, &st, 0);
-	close(rn->fd);
-	if (silent)
-		snprintf(v->text, sizeof(v->text), "FAIL no progress for %d s (%s)", SILENCE_S,
-			 rn->last);
-	else if (WIFSIGNALED(st))
-		snprintf(v->text, sizeof(v->text), "FAIL killed by signal %d (%s)", WTERMSIG(st),
-			 rn->last);
-	else if (!strncmp(rn->last, "PASS", 4) || !strncmp(rn->last, "SKIP", 4) ||
-		 !strncmp(rn->last, "FAIL", 4))
-		snprintf(v->text, sizeof(v->text), "%s", rn->last);
-	else
-		snprintf(v->text, sizeof(v->text), "FAIL exit %d (%s)", WEXITSTATUS(st), rn->last);
-	v->fail = !strncmp(v->text, "FAIL", 4);
-	v->skip = !strncmp(v->text, "SKIP", 4);
-	rn->pid = 0;
-}
-
-static void run_all(const struct cell *cells, size_t n, struct verdict *v)
-{
-	struct running rn[PARALLEL] = { 0 };
-	size_t next = 0, done = 0;
-
-	while (done < n) {
-		struct pollfd pfd[PARALLEL];
-
-		for (int s = 0; s < PARALLEL; s++) {
-			if (!rn[s].pid && next < n)
-				spawn(&rn[s], cells, next++);
-			pfd[s] = (struct pollfd){ .fd = rn[s].pid ? rn[s].fd : -1, .events = POLLIN };
-		}
-		poll(pfd, PARALLEL, 1000);
-		for (int s = 0; s < PARALLEL; s++) {
-			bool silent;
-
-			if (!rn[s].pid)
-				continue;
-			if (drain(&rn[s])) {
-				finish(&rn[s], &v[rn[s].cell], false);
-				done++;
-				continue;
-			}
-			silent = time(NULL) - rn[s].heard > SILENCE_S;
-			if (silent) {
-				finish(&rn[s], &v[rn[s].cell], true);
-				done++;
-			}
-		}
-	}
-}
-
 static void test_failure_matrix(void **state)
 {
 	const struct mem_case *mc = need_case(state);
 	struct cell cells[NCELLS];
 	struct verdict v[NCELLS] = { 0 };
-	size_t n = 0, failed = 0, skipped = 0;
+	size_t n = 0;
 
 	put_region(make_region(mc, 1));	/* skip the lot on an empty pool */
 	for (int m = 0; m < M_NR; m++)
@@ -588,18 +397,10 @@ static void test_failure_matrix(void **state)
 			for (int k = 0; k < K_NR; k++)
 				for (int c = 0; c < C_NR; c++)
 					cells[n++] = (struct cell){ k, c, p, m, mc };
-	run_all(cells, n, v);
-	for (size_t i = 0; i < n; i++) {
-		char name[96];
-
-		cell_name(&cells[i], name, sizeof(name));
-		print_message("# %-8s %-48s %s\n", mc->name, name, v[i].text);
-		failed += v[i].fail;
-		skipped += v[i].skip;
-	}
-	print_message("# %s: %zu cells, %zu failed, %zu skipped\n", mc->name, n, failed, skipped);
-	if (failed)
-		fail_msg("%zu of %zu cells failed (table above)", failed, n);
+	for (size_t i = 0; i < n; i++)
+		cell_name(&cells[i], v[i].name, sizeof(v[i].name));
+	cells_run(cells, sizeof(cells[0]), n, run_one, PARALLEL, v);
+	cells_report(mc->name, n, v);
 }
 
 int main(void)

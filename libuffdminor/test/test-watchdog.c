@@ -18,6 +18,8 @@
  *   died_replace     killed with a fault deferred         lost()     the new server serves every page once
  *   hung_replace     killed in a callback, then idle      lost()     served once each; what the dead
  *                    for three stall limits                          held is no stall of the new one
+ *   marked_replace   fails page 1 for the VMM to fence     lost()     page 1 SIGBUS (the VMM fenced it:
+ *                    and dies before asking                          no one asked), the rest served
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,9 +35,10 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "../src/internal.h"	/* UFFDM_PS_OWNER, the states of a region */
 #include "server.h"
 
-/* The library's internal test hook (src/pagestate.h; the static library keeps it). */
+/* The library's internal test hook (src/handler.h; the static library keeps it). */
 extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
 
 #define NPAGES		8
@@ -43,7 +46,7 @@ extern void (*uffdm__test_after_read)(const struct uffdm_event *ev, int n);
 #define SLOW_MS		200	/* slow_ok: each page under the limit, all of them over it */
 #define READ_LIMIT_S	20	/* a read not back by then hung */
 
-enum act { FILL, DEFER, HANG, SLOW };
+enum act { FILL, DEFER, HANG, SLOW, MARK_DIE };
 
 /* What the servers did, seen by the VMM (shared memory). */
 struct board {
@@ -74,6 +77,15 @@ static int script_cb(void *arg, struct uffdm_region *r, size_t off, const struct
 	case SLOW:
 		nanosleep(&slow, NULL);
 		break;
+	case MARK_DIE:
+		/*
+		 * A remote server failing the page: marked for the VMM's fence
+		 * (pagestate.c fail_run()), and killed before it bumps the
+		 * futex that tells the VMM.
+		 */
+		__atomic_store_n(&r->pstate[i], (r->pstate[i] & ~UFFDM_PS_MASK) | UFFDM_PS_OWNER,
+				 __ATOMIC_RELEASE);
+		_exit(9);
 	case FILL:
 		break;
 	}
@@ -111,6 +123,7 @@ struct row {
 	unsigned int idle_after_ms;	/* after every page was read */
 	/* expected */
 	bool lost;			/* pages 1.. fail (else every page reads right) */
+	bool only_1;			/* with replace: page 1 fails, the rest read right */
 	unsigned int died, stalled;
 	bool killed;			/* the watchdog killed the first server */
 };
@@ -258,15 +271,16 @@ static void check_report(const struct uffdm_watchdog_report *rep, const struct r
 static void check_pages(struct vmm *v, const struct row *row, struct page_reader *waiting)
 {
 	int want = row->lost && !row->replace ? READ_SIGBUS : READ_OK;
+	int want_1 = row->only_1 ? READ_SIGBUS : want;
 
-	assert_int_equal(join_reader_within(waiting, READ_LIMIT_S), want);
+	assert_int_equal(join_reader_within(waiting, READ_LIMIT_S), want_1);
 	for (size_t i = 2; i < NPAGES; i++)
 		assert_int_equal(read_page(v->r, i), want);
-	assert_int_equal(read_page(v->r, 1), want);	/* later touches too */
+	assert_int_equal(read_page(v->r, 1), want_1);	/* later touches too */
 	assert_int_equal(read_page(v->r, 0), READ_OK);	/* served before: stays */
 	if (want == READ_OK)
 		for (size_t i = 0; i < NPAGES; i++)
-			assert_int_equal(v->b->fills[i], 1);	/* none twice */
+			assert_int_equal(v->b->fills[i], i != 1 || !row->only_1);	/* none twice */
 }
 
 /* A stalled server never serves again: the watchdog killed it. */
@@ -418,6 +432,21 @@ static void test_hung_replace(void **state)
 	run_row(state, &row);
 }
 
+/*
+ * A server marks page 1 failed for the VMM to fence and is killed before
+ * it asks: the watchdog, seeing it lost, has its owner thread look, so the
+ * waiting thread gets SIGBUS though a replacement serves the rest.
+ */
+static void test_marked_replace(void **state)
+{
+	static const struct row row = {
+		.act = { [1] = MARK_DIE }, .stall_ms = 5000, .replace = true,
+		.adversary = adv_none, .lost = true, .only_1 = true, .died = 1,
+	};
+
+	run_row(state, &row);
+}
+
 /* Wrong arguments are refused and nothing is started. */
 static void test_args(void **state)
 {
@@ -472,6 +501,7 @@ int main(void)
 		CROSS(test_idle_ok),
 		CROSS(test_died_replace),
 		CROSS(test_hung_replace),
+		CROSS(test_marked_replace),
 		CROSS(test_args),
 	};
 
