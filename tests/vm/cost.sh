@@ -32,35 +32,40 @@ b 100 0 0 300 $((c * t * 100 + t * 10)) $((t * 10))
 EOF
 printf 'kernel:x 400\nkernel:x 400\nsrc:y 20\n' >"$tmp/ledger"
 
-"$cost" report "$tmp/legs" "$tmp/ledger" - "$tmp/budget" --enforce >"$tmp/out" 2>&1
+"$cost" report "$tmp/legs" "$tmp/ledger" /dev/null "$tmp/budget" --enforce >"$tmp/out" 2>&1
 rc=$?
 grep -q '^b  *200s  *100s  *100s' "$tmp/out"
 ok "a busy machine's share is taken out of the leg's time" $?
 grep -q 'an empty cache adds 420 s (2 cached items)' "$tmp/out"
 ok "a cached thing used twice counts once" $?
 grep -q 'a fresh machine 50 s of installs' "$tmp/out"
-ok "no install record: the budget's fresh-installs" $?
+ok "no install in this run: the budget's fresh-installs" $?
 grep -q 'projected cold total: 670 s' "$tmp/out" && [ "$rc" -eq 0 ]
 ok "under the budget: 200 + 420 + 50 s, exit 0" $?
 
-printf '30 gcc\n25 qemu-system-x86\n' >"$tmp/apt"
+printf '30 gcc\n5 qemu-system-x86\n' >"$tmp/apt"
 printf 'kernel:x 900\n' >"$tmp/ledger"
 "$cost" report "$tmp/legs" "$tmp/ledger" "$tmp/apt" "$tmp/budget" --enforce >"$tmp/out" 2>&1
 rc=$?
-grep -q 'projected cold total: 1155 s' "$tmp/out" && grep -q '^FAIL: .*by 155 s' "$tmp/out" &&
+grep -q 'a fresh machine 15 s of installs' "$tmp/out" &&
+	grep -q 'projected cold total: 1115 s' "$tmp/out" && grep -q '^FAIL: .*by 115 s' "$tmp/out" &&
 	[ "$rc" -eq 1 ]
-ok "over the budget with --enforce: the installs recorded, FAIL, exit 1" $?
+ok "over the budget with --enforce: this run's installs counted once, FAIL, exit 1" $?
+printf '80 everything\n' >"$tmp/apt"
+"$cost" report "$tmp/legs" "$tmp/ledger" "$tmp/apt" "$tmp/budget" >"$tmp/out" 2>&1
+grep -q 'a fresh machine 0 s of installs' "$tmp/out"
+ok "a run that installed more than the budget's fresh-installs adds none" $?
 "$cost" report "$tmp/legs" "$tmp/ledger" "$tmp/apt" "$tmp/budget" >"$tmp/out" 2>&1
 rc=$?
 grep -q '^FAIL: ' "$tmp/out" && [ "$rc" -eq 0 ]
 ok "over the budget without --enforce (a partial matrix): said, exit 0" $?
 
 printf 'a 0 0 0 150 0 0\n' >"$tmp/legs"
-"$cost" report "$tmp/legs" /nonexistent - "$tmp/budget" >"$tmp/out" 2>&1
+"$cost" report "$tmp/legs" /nonexistent /nonexistent "$tmp/budget" >"$tmp/out" 2>&1
 grep -q '^a  *150s  *150s  *100s  over its budget' "$tmp/out"
 ok "a leg over its own budget is named" $?
 
-"$cost" report "$tmp/legs" /nonexistent - "$tmp/nobudget" >"$tmp/out" 2>&1
+"$cost" report "$tmp/legs" /nonexistent /nonexistent "$tmp/nobudget" >"$tmp/out" 2>&1
 [ $? -eq 2 ] && grep -q 'no file' "$tmp/out"
 ok "a missing budget file: exit 2 and its name" $?
 

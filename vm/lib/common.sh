@@ -46,8 +46,9 @@ need_packages() {
 				"(full log: $K513_CACHE/apt.log)"
 	fi
 	[ -z "${K513_AUDIT:-}" ] || printf 'installed %s %s\n' "$PROG" "${missing[*]}" >>"$K513_AUDIT"
-	# what a fresh machine pays for these installs (tests/run-all's projection)
-	printf '%s %s\n' "$((SECONDS - t0))" "${missing[*]}" >>"$K513_CACHE/apt-costs"
+	# what this run paid for installs (tests/run-all's cold projection)
+	[ -z "${K513_INSTALLED:-}" ] ||
+		printf '%s %s\n' "$((SECONDS - t0))" "${missing[*]}" >>"$K513_INSTALLED"
 }
 
 # What an empty cache would cost. Whatever is made once and kept in the
