@@ -4,14 +4,15 @@
  * same big, sparse log, in one sitting. It writes the log (--mb MiB of
  * ordinary kernel lines with one copy of the given report log every
  * --every lines), checks that both find the same number of reports, then
- * runs grep and kfence-report --json alternately --runs times and prints
+ * runs grep and kfence-report --json (or --mode summary: --summary, the
+ * fleet's mode) alternately --runs times and prints
  * each pair's CPU time (user + system of the child, which a busy machine
  * disturbs less than wall time) and wall time, then min/median/max of the
  * ratio grep time / kfence-report time (1.0: as fast as grep; the goal is
  * at least 0.5).
  *
  * usage: kfence-speed-bench [--mb N] [--runs R] [--every L] [--dir D]
- *                           [--kfence-report PATH] LOG
+ *                           [--mode json|summary] [--kfence-report PATH] LOG
  */
 #include "bench-util.h"
 
@@ -141,7 +142,8 @@ static void summary(const char *what, double *v, int n)
 int main(int argc, char **argv)
 {
 	long mb = 200, runs = 7, every = 20000;
-	const char *dir = "/tmp", *kr = NULL, *log = NULL;
+	const char *dir = "/tmp", *kr = NULL, *log = NULL, *mode = "--json";
+	char label[64];
 	char path[4096], out[4096], krbuf[4096], *rep, *self;
 	size_t rlen;
 	unsigned long rep_reports = 0, want;
@@ -158,11 +160,13 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--kfence-report") && i + 1 < argc)
 			kr = argv[++i];
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = !strcmp(argv[++i], "summary") ? "--summary" : "--json";
 		else if (argv[i][0] != '-' && !log)
 			log = argv[i];
 		else {
 			fputs("usage: kfence-speed-bench [--mb N] [--runs R] [--every L] [--dir D] "
-			      "[--kfence-report PATH] LOG\n", stderr);
+			      "[--mode json|summary] [--kfence-report PATH] LOG\n", stderr);
 			return 2;
 		}
 	}
@@ -219,7 +223,7 @@ int main(int argc, char **argv)
 	       "grep wall s", "kfr wall s", "cpu ratio", "wall ratio");
 	for (long i = 0; i < runs; i++) {
 		char *g[] = { "grep", "-c", "BUG: KFENCE", path, NULL };
-		char *k[] = { (char *)kr, "--json", path, NULL };
+		char *k[] = { (char *)kr, (char *)mode, path, NULL };
 		struct cost cg, ck;
 
 		/* alternate who goes first: neither always gets the quieter
@@ -242,7 +246,8 @@ int main(int argc, char **argv)
 	}
 	printf("%-34s %8s %8s %8s\n", "", "min", "median", "max");
 	summary("grep -c MiB/s (CPU)", grep_mb, (int)runs);
-	summary("kfence-report --json MiB/s (CPU)", kfr_mb, (int)runs);
+	snprintf(label, sizeof(label), "kfence-report %s MiB/s (CPU)", mode);
+	summary(label, kfr_mb, (int)runs);
 	summary("ratio grep/kfence-report (CPU)", cpu_ratio, (int)runs);
 	summary("ratio grep/kfence-report (wall)", wall_ratio, (int)runs);
 	unlink(path);

@@ -163,6 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			kfr_parser_lost(&p);
 		if (line[0] == '\2')
 			kfr_parser_finish(&p);
+		if (line[0] == '\3')
+			kfr_parser_next_input(&p);	/* the next rotated file */
 	}
 	kfr_parser_finish(&p);
 	kfr_parser_free(&p);

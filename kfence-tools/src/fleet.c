@@ -29,7 +29,8 @@ void kfr_cursor_hold(struct kfr_cursor *c, const char *rec, long long seq)
 	if (seq < 0 || c->n_held >= KFR_CURSOR_HELD)
 		return;
 	v = realloc(c->held, (c->n_held + 1) * sizeof(*v));
-	if (!v || !(v[c->n_held] = strdup(rec))) {
+	/* a record is under 1024 bytes: a longer line is no record's */
+	if (!v || !(v[c->n_held] = strndup(rec, KFR_MAX_LINE))) {
 		perror("kfence-report");
 		exit(1);
 	}
@@ -186,6 +187,11 @@ struct kfr_buckets {
 	int frames;
 	size_t n, cap;
 	struct bucket *v;
+	/* open addressing on the key: bucket number + 1, 0 for none; at
+	 * least twice as many places as buckets (0 places: to be built)
+	 */
+	size_t *index;
+	size_t index_size;
 };
 
 struct kfr_buckets *kfr_buckets_new(int frames)
@@ -207,15 +213,58 @@ static char *sdup(const char *s)
 	return d;
 }
 
+static size_t key_hash(const char *s)
+{
+	size_t h = (size_t)14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * (size_t)1099511628211ull;
+	return h;
+}
+
+/* Where @key is in the index, or the empty place it would go. */
+static size_t index_place(const struct kfr_buckets *b, const char *key)
+{
+	size_t mask = b->index_size - 1, i = key_hash(key) & mask;
+
+	while (b->index[i] && strcmp(b->v[b->index[i] - 1].key, key))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Twice the places (or built anew after kfr_buckets_print() sorted them). */
+static void index_grow(struct kfr_buckets *b)
+{
+	size_t size = b->index_size ? 2 * b->index_size : 64;
+
+	while (size < 2 * (b->n + 1))
+		size *= 2;
+	free(b->index);
+	b->index = calloc(size, sizeof(*b->index));
+	if (!b->index)
+		exit(1);
+	b->index_size = size;
+	for (size_t k = 0; k < b->n; k++)
+		b->index[index_place(b, b->v[k].key)] = k + 1;
+}
+
+/*
+ * A fleet's week may hold thousands of buckets: finding a report's costs
+ * the length of its key, not the number of buckets (which made --summary
+ * quadratic in distinct titles).
+ */
 void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const char *seen)
 {
-	char key[2048];
+	char key[8192];
 	struct bucket *k = NULL;
+	size_t place;
 
 	kfr_bucket(r, b->frames, key, sizeof(key));
-	for (size_t i = 0; i < b->n; i++)
-		if (!strcmp(b->v[i].key, key))
-			k = &b->v[i];
+	if (2 * (b->n + 1) > b->index_size)
+		index_grow(b);
+	place = index_place(b, key);
+	if (b->index[place])
+		k = &b->v[b->index[place] - 1];
 	if (!k) {
 		if (b->n == b->cap) {
 			b->cap = b->cap ? 2 * b->cap : 16;
@@ -224,6 +273,7 @@ void kfr_buckets_add(struct kfr_buckets *b, const struct kfr_report *r, const ch
 				exit(1);
 		}
 		k = &b->v[b->n++];
+		b->index[place] = b->n;
 		memset(k, 0, sizeof(*k));
 		k->key = sdup(key);
 		k->title = sdup(r->title);
@@ -258,6 +308,7 @@ void kfr_buckets_print(FILE *f, struct kfr_buckets *b, bool json)
 	/* qsort() wants a valid array even for no element (C11 7.22.5) */
 	if (b->n)
 		qsort(b->v, b->n, sizeof(*b->v), by_count);
+	b->index_size = 0;	/* the numbers moved: rebuilt on the next add */
 	if (!json)
 		fprintf(f, "%6s %8s %5s  %-26s %-26s %s\n", "COUNT", "COMPLETE", "HOSTS",
 			"FIRST SEEN", "LAST SEEN", "BUCKET");
@@ -296,6 +347,7 @@ void kfr_buckets_free(struct kfr_buckets *b)
 			free(b->v[i].hosts[h]);
 	}
 	free(b->v);
+	free(b->index);
 	free(b);
 }
 
@@ -454,11 +506,24 @@ int kfr_stats(FILE *f, const char *path, const char *interval_path, bool json)
 	return ret;
 }
 
-/* A JSON string at @s (after its opening quote) into a new C string. */
+/* Where the JSON string at @s (after its opening quote) ends. */
+static const char *json_string_end(const char *s)
+{
+	for (; *s && *s != '"'; s++)
+		if (*s == '\\' && !*++s)
+			break;
+	return s;
+}
+
+/*
+ * A JSON string at @s (after its opening quote) into a new C string, a
+ * field of at most KFR_MAX_FIELD bytes: each string costs its own length,
+ * not the rest of the line's.
+ */
 static char *json_string_at(const char *s, const char **end)
 {
-	size_t cap = strlen(s) + 1, n = 0;
-	char *d = malloc(cap);
+	size_t n = 0;
+	char *d = malloc((size_t)(json_string_end(s) - s) + 1), *f;
 	unsigned int u;
 
 	if (!d)
@@ -483,7 +548,11 @@ static char *json_string_at(const char *s, const char **end)
 	d[n] = '\0';
 	if (end)
 		*end = *s == '"' ? s + 1 : s;
-	return d;
+	if (n <= KFR_MAX_FIELD)
+		return d;
+	f = kfr_field(d, n);
+	free(d);
+	return f;
 }
 
 /* The string value of top-level "key" in one of our records, or NULL. */
@@ -529,7 +598,7 @@ bool kfr_json_record(const char *line, struct kfr_report *r)
 	r->host = json_field(line, "host", tail && tail - line > 200 ? tail - 200 : NULL);
 	r->wallclock = tail ? json_field(tail, "wallclock", NULL) : NULL;
 	if (tail && (e = strstr(tail, ",\"time\":")) && e[8] != 'n')
-		r->time = strndup(e + 8, strspn(e + 8, "0123456789."));
+		r->time = kfr_field(e + 8, strspn(e + 8, "0123456789."));
 	r->complete = strstr(line, ",\"complete\":true") != NULL;
 	return r->title != NULL;
 }

@@ -39,6 +39,7 @@ struct ctx {
 static void usage(FILE *f)
 {
 	fputs("usage: kfence-report [OPTION...] [FILE...]\n"
+	      "       kfence-report [OPTION...] --follow FILE\n"
 	      "       kfence-report [OPTION...] --kmsg[=PATH] [--follow] [--cursor FILE]\n"
 	      "       kfence-report --stats[=PATH] [--json]\n"
 	      "\n"
@@ -54,7 +55,8 @@ static void usage(FILE *f)
 	      "                        counts and first/last seen, instead of records\n"
 	      "  -k, --kmsg[=PATH]     read /dev/kmsg (root, or kernel.dmesg_restrict=0),\n"
 	      "                        or a file of /dev/kmsg records\n"
-	      "  -f, --follow          with --kmsg: keep waiting for new reports\n"
+	      "  -f, --follow          with --kmsg or one FILE: keep waiting for new\n"
+	      "                        reports (FILE: across its rotations)\n"
 	      "  -c, --cursor FILE     with --kmsg: resume after the last report printed\n"
 	      "                        by an earlier run of this boot; keep FILE current\n"
 	      "  -m, --max-per-boot N  print at most N reports per boot (with --cursor,\n"
@@ -156,62 +158,135 @@ static void print_report(const struct kfr_report *r, void *arg)
 	save_cursor(c);
 }
 
+/*
+ * Input is read in blocks; a line is handed on whole up to READ_LINE bytes
+ * (a --summary JSON record, of our own, is under 400 KiB: about 64 KiB of
+ * fields and frames (kfence-report(1), LIMITS), each byte written at most
+ * 6 bytes long; only --vmlinux file:lines could make one longer), and a
+ * longer one cut there, the rest of it read and dropped:
+ * memory stays within the block whatever the input, and each byte is
+ * looked at a bounded number of times, from a file or from a pipe.
+ */
+#define READ_BLOCK (4u << 20)
+#define READ_LINE (1u << 20)
+
+/* What one line is for: the parser, --summary, or --kmsg's records. */
+typedef void (*line_fn)(struct ctx *c, char *line);
+
+struct reader {
+	struct ctx *c;
+	line_fn fn;
+	bool skip;		/* pass over runs of lines no report needs */
+	bool dropping;		/* in the rest of a line cut at READ_LINE */
+};
+
+static volatile sig_atomic_t stopping;
+
 static void print_report(const struct kfr_report *r, void *arg);
 
-/* Give @p the whole lines of buf[0, *len); keep the rest (a cut line). */
-static void parse_block(struct kfr_parser *p, char *buf, size_t *len, bool eof)
+/* The lines of [s, last) to rd->fn; @last has a byte of room for a NUL. */
+static void give_lines(struct reader *rd, char *s, char *last)
 {
-	char *s = buf, *end = buf + *len, *nl, *last;
 	struct kfr_scan sc = { 0 };
+	char *nl;
 
-	/* the lines up to the last newline, or all at the end of input */
-	for (last = end; last > buf && last[-1] != '\n'; last--)
-		;
-	if (eof)
-		last = end;
-	while (s < last) {
-		s = (char *)kfr_parser_skip(p, &sc, s, last);
-		if (s >= last)
-			break;
+	while (s < last && !stopping) {
+		if (rd->skip) {
+			s = (char *)kfr_parser_skip(rd->c->parser, &sc, s, last);
+			if (s >= last)
+				break;
+		}
 		nl = memchr(s, '\n', (size_t)(last - s));
-		if (nl)
-			*nl = '\0';
-		else
-			*last = '\0';	/* the buffer has room for it */
-		kfr_parser_line(p, s);
+		*(nl ? nl : last) = '\0';
+		rd->fn(rd->c, s);
 		s = nl ? nl + 1 : last;
 	}
-	*len = (size_t)(end - last);
-	memmove(buf, last, *len);
 }
 
 /*
- * A log read in big blocks: outside reports, the parser's scan skips
- * whole runs of lines at memmem() speed. Line by line (getline) only for
- * --summary, which also reads JSON records.
+ * buf[0, *len) holds the start of a line, then @fresh bytes just read:
+ * hand on the lines they end, keep the one they begin. Only the fresh
+ * bytes are searched, so a line that comes in many reads costs no more
+ * than a short one.
  */
-static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
+static void take(struct reader *rd, char *buf, size_t *len, size_t fresh, bool eof)
 {
-	size_t cap = 1 << 22, len = 0;
-	char *buf = malloc(cap + 1);
-	int fd = fileno(f), ret = 0;
+	char *nl;
+
+	if (rd->dropping) {
+		nl = memchr(buf, '\n', *len);
+		if (!nl) {
+			/* the end of a file ends the line too (--follow goes on
+			 * with the next one)
+			 */
+			rd->dropping = !eof;
+			*len = 0;
+			return;
+		}
+		rd->dropping = false;
+		*len -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, *len);
+		fresh = *len;
+	}
+	nl = memrchr(buf + *len - fresh, '\n', fresh);
+	if (eof) {
+		give_lines(rd, buf, buf + *len);
+		*len = 0;
+	} else if (nl) {
+		give_lines(rd, buf, nl + 1);
+		*len -= (size_t)(nl + 1 - buf);
+		memmove(buf, nl + 1, *len);
+	}
+	if (*len > READ_LINE) {
+		/* no line is that long: its start is all anyone gets */
+		give_lines(rd, buf, buf + READ_LINE);
+		rd->dropping = true;
+		*len = 0;
+	}
+}
+
+/*
+ * --follow FILE at the end of what @fd holds: the file @path names now,
+ * once it is no longer @fd's (a rotation renamed it and a new one was
+ * made), else -1. A file truncated in place (copytruncate) is read again
+ * from its start.
+ */
+static int rotated(int fd, const char *path)
+{
+	struct stat now, old;
+
+	if (fstat(fd, &old) || stat(path, &now))
+		return -1;	/* moved away, the new one not made yet */
+	if (now.st_dev == old.st_dev && now.st_ino == old.st_ino) {
+		if (lseek(fd, 0, SEEK_CUR) > now.st_size)
+			lseek(fd, 0, SEEK_SET);
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * With @follow (the path of the file @fd is), the end of the file is not
+ * the end: wait for more, and when the file is rotated, read what was
+ * added to the old one, then go on with the new one as the same stream.
+ */
+static int read_lines(struct ctx *c, int fd, const char *name, line_fn fn, bool skip,
+		      const char *follow)
+{
+	const struct timespec nap = { 0, 100 * 1000 * 1000 };
+	struct reader rd = { .c = c, .fn = fn, .skip = skip };
+	char *buf = malloc(READ_BLOCK + 1);
+	size_t len = 0;
 	ssize_t n;
+	int ret = 0, next = -1;
+	bool drained = false;
 
 	if (!buf) {
 		perror("kfence-report");
 		exit(1);
 	}
-	for (;;) {
-		if (len == cap) {
-			/* a line longer than the buffer: make room for it */
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-			if (!buf) {
-				perror("kfence-report");
-				exit(1);
-			}
-		}
-		n = read(fd, buf + len, cap - len);
+	while (!stopping) {
+		n = read(fd, buf + len, READ_BLOCK - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -219,42 +294,85 @@ static int read_blocks(struct kfr_parser *p, FILE *f, const char *name)
 			ret = 1;
 			break;
 		}
+		if (n == 0 && follow) {
+			if (next < 0)
+				next = rotated(fd, follow);
+			if (next < 0 || !drained) {
+				/* once rotated, one more read: the writer may
+				 * have added to the old file before it moved on
+				 */
+				drained = next >= 0;
+				if (next < 0)
+					nanosleep(&nap, NULL);
+				continue;
+			}
+			take(&rd, buf, &len, 0, true);
+			kfr_parser_next_input(c->parser);
+			close(fd);
+			fd = next;
+			next = -1;
+			drained = false;
+			continue;
+		}
 		len += (size_t)n;
-		parse_block(p, buf, &len, n == 0);
+		take(&rd, buf, &len, (size_t)n, n == 0);
 		if (n == 0)
 			break;
+	}
+	if (follow) {
+		close(fd);
+		if (next >= 0)
+			close(next);
 	}
 	free(buf);
 	return ret;
 }
 
+static void parser_line(struct ctx *c, char *line)
+{
+	kfr_parser_line(c->parser, line);
+}
+
+/* --summary also reads the JSON records a fleet's collectors wrote. */
+static void summary_line(struct ctx *c, char *line)
+{
+	struct kfr_report rec;
+
+	if (line[0] == '{') {
+		memset(&rec, 0, sizeof(rec));
+		if (kfr_json_record(line, &rec)) {
+			print_report(&rec, c);
+			kfr_report_clear(&rec);
+			return;
+		}
+		kfr_report_clear(&rec);
+	}
+	kfr_parser_line(c->parser, line);
+}
+
+/*
+ * A log read in big blocks: outside reports, the parser's scan skips
+ * whole runs of lines at memmem() speed (JSON records hold a title, so
+ * --summary's are not skipped).
+ */
 static int read_stream(struct kfr_parser *p, FILE *f, const char *name)
 {
 	struct ctx *c = p->arg;
-	struct kfr_report rec;
-	char *line = NULL;
-	size_t cap = 0;
-	int ret = 0;
 
-	if (!c->buckets)
-		return read_blocks(p, f, name);
-	memset(&rec, 0, sizeof(rec));
-	kfr_report_clear(&rec);
-	while (getline(&line, &cap, f) >= 0) {
-		/* --summary of the records a fleet's collectors wrote */
-		if (c->buckets && line[0] == '{' && kfr_json_record(line, &rec)) {
-			print_report(&rec, c);
-			continue;
-		}
-		kfr_parser_line(p, line);
+	return read_lines(c, fileno(f), name, c->buckets ? summary_line : parser_line, true,
+			  NULL);
+}
+
+/* --follow FILE: read it and what is added to it, across its rotations. */
+static int follow_file(struct ctx *c, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "kfence-report: cannot open '%s': %s\n", path, strerror(errno));
+		return 1;
 	}
-	kfr_report_clear(&rec);
-	if (ferror(f)) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", name, strerror(errno));
-		ret = 1;
-	}
-	free(line);
-	return ret;
+	return read_lines(c, fd, path, parser_line, true, path);
 }
 
 static int read_file(struct kfr_parser *p, const char *path)
@@ -273,8 +391,6 @@ static int read_file(struct kfr_parser *p, const char *path)
 	fclose(f);
 	return ret;
 }
-
-static volatile sig_atomic_t stopping;
 
 static void on_stop(int sig)
 {
@@ -364,27 +480,12 @@ static int open_kmsg(const char *path, bool follow)
  */
 static int read_kmsg_lines(struct ctx *c, const char *path, int fd)
 {
-	FILE *f;
-	char *line = NULL;
-	size_t cap = 0;
-	int ret = 0;
+	int ret;
 
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	f = fdopen(fd, "r");
-	if (!f) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	while (!stopping && getline(&line, &cap, f) >= 0)
-		kmsg_record(c, line);
-	if (ferror(f) && !stopping) {
-		fprintf(stderr, "kfence-report: reading %s: %s\n", path, strerror(errno));
-		ret = 1;
-	}
-	free(line);
-	fclose(f);
-	return ret;
+	ret = read_lines(c, fd, path, kmsg_record, false, NULL);
+	close(fd);
+	return stopping ? 0 : ret;
 }
 
 static int read_kmsg(struct ctx *c, const char *path, bool follow)
@@ -530,8 +631,12 @@ int main(int argc, char **argv)
 		return kfr_stats(stdout, stats, stats_default ?
 				 "/sys/module/kfence/parameters/sample_interval" : NULL,
 				 c.format == FMT_JSON);
-	if ((follow || c.cursor_path) && !kmsg) {
-		fprintf(stderr, "kfence-report: --%s needs --kmsg\n", follow ? "follow" : "cursor");
+	if (c.cursor_path && !kmsg) {
+		fputs("kfence-report: --cursor needs --kmsg\n", stderr);
+		return 2;
+	}
+	if (follow && !kmsg && (argc - optind != 1 || !strcmp(argv[optind], "-"))) {
+		fputs("kfence-report: --follow needs --kmsg or one FILE\n", stderr);
 		return 2;
 	}
 	if (kmsg && optind < argc) {
@@ -571,16 +676,19 @@ int main(int argc, char **argv)
 		c.cursor.next_seq = -1;
 	kfr_parser_init(&p, print_report, &c);
 	c.parser = &p;
-	if (kmsg && follow && c.cursor_path)
+	if ((kmsg && follow && c.cursor_path) || (follow && !kmsg))
 		catch_stop();
 	if (kmsg)
 		ret = read_kmsg(&c, kmsg, follow);
+	else if (follow)
+		ret = follow_file(&c, argv[optind++]);
 	else if (optind == argc)
 		ret = read_stream(&p, stdin, "standard input");
-	for (; optind < argc; optind++) {
+	/* the files of one host (rotated logs, in order) are one stream */
+	for (int first = optind; optind < argc; optind++) {
+		if (optind > first)
+			kfr_parser_next_input(&p);
 		ret |= read_file(&p, argv[optind]);
-		/* a report cut at the end of one file must not swallow the next */
-		kfr_parser_finish(&p);
 	}
 	/* A collector with a cursor leaves a report still being printed to
 	 * its next run, which reads it again from its title.

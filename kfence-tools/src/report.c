@@ -37,10 +37,28 @@ static char *xstrndup(const char *s, size_t n)
 	return d;
 }
 
+char *kfr_field(const char *s, size_t n)
+{
+	const size_t mark = sizeof(KFR_CUT_MARK) - 1, keep = KFR_MAX_FIELD - mark;
+	char *d;
+
+	n = strnlen(s, n);
+	if (n <= KFR_MAX_FIELD)
+		return xstrndup(s, n);
+	d = malloc(KFR_MAX_FIELD + 1);
+	if (!d) {
+		perror("kfence-report");
+		exit(1);
+	}
+	memcpy(d, s, keep);
+	memcpy(d + keep, KFR_CUT_MARK, mark + 1);
+	return d;
+}
+
 static void set_str(char **dst, const char *s, size_t n)
 {
 	free(*dst);
-	*dst = xstrndup(s, n);
+	*dst = kfr_field(s, n);
 }
 
 static bool starts(const char *s, const char *prefix)
@@ -99,6 +117,8 @@ static void slot_reset(struct kfr_slot *sl)
 	sl->section = KFR_NONE;
 	sl->body_lines = 0;
 	sl->detail = sl->object_line = sl->footer = sl->kasan = false;
+	sl->stack_text = 0;
+	sl->at_end_of_input = false;
 	sl->gap = NULL;
 }
 
@@ -258,17 +278,24 @@ static bool is_frame(const char *s, size_t n)
 	return frame_line(s, n, &off, &len);
 }
 
-static void stack_add(struct kfr_stack *st, const char *s, size_t n)
+/* A frame of @st, unless the report holds KFR_MAX_STACK_TEXT bytes of them. */
+static void stack_add(struct kfr_slot *sl, struct kfr_stack *st, const char *s, size_t n)
 {
 	size_t off, len;
 
 	if (st->n >= KFR_MAX_FRAMES)
 		return;
 	skip_frame_address(&s, &n);
+	if (sl->stack_text + n > KFR_MAX_STACK_TEXT) {
+		if (!sl->gap)
+			sl->gap = KFR_R_TOO_LONG;
+		return;
+	}
+	sl->stack_text += n;
 	/* a symbolized log's file:line is the frame's source */
 	if (frame_line(s, n, &off, &len) && len)
-		st->src[st->n] = xstrndup(s + off, len);
-	st->frames[st->n++] = xstrndup(s, n);
+		st->src[st->n] = kfr_field(s + off, len);
+	st->frames[st->n++] = kfr_field(s, n);
 }
 
 /* "F+0x1/0x2 [mod buildid]" -> function F, module mod */
@@ -480,7 +507,7 @@ static bool parse_track_at(struct kfr_track *t, const char *s, const char *verb)
 			size_t n = strspn(at + 4, "0123456789.");
 
 			if (n)
-				t->time = xstrndup(at + 4, n);
+				t->time = kfr_field(at + 4, n);
 		}
 	}
 	return true;
@@ -634,6 +661,18 @@ static const char *missing(const struct kfr_slot *sl)
 	return NULL;
 }
 
+/*
+ * Why the report in @sl is not whole at a ruler. A ruler first thing in
+ * the next input, after a report the last one cut short, is most likely
+ * the next report's opening one: the report was truncated there.
+ */
+static const char *ruler_closes(const struct kfr_slot *sl)
+{
+	const char *why = missing(sl);
+
+	return why && !sl->gap && sl->at_end_of_input ? KFR_R_TRUNCATED : why;
+}
+
 static void emit(struct kfr_parser *p, struct kfr_slot *sl, const char *reason)
 {
 	struct kfr_report *r = &sl->cur;
@@ -754,6 +793,9 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 	if (sl && lost_some(sl)) {
 		/* its end was most likely among the records lost */
 		emit(p, sl, KFR_R_LOST);
+	} else if (sl && sl->at_end_of_input) {
+		/* the last input ended inside it, and this one goes on elsewhere */
+		emit(p, sl, sl->gap ? sl->gap : KFR_R_TRUNCATED);
 	} else if (sl) {
 		/* Without caller ids, a report whose footer was not seen yet
 		 * may still be printing on another CPU: its remaining lines
@@ -780,7 +822,8 @@ static struct kfr_slot *open_slot(struct kfr_parser *p, const struct kfr_prefix 
 	return sl;
 }
 
-static void start_report(struct kfr_parser *p, const char *title, const struct kfr_prefix *px)
+static struct kfr_slot *start_report(struct kfr_parser *p, const char *title,
+				     const struct kfr_prefix *px)
 {
 	bool kasan = starts(title, "BUG: KASAN: ");
 	const char *s = title + strlen(kasan ? "BUG: KASAN: " : "BUG: KFENCE: ");
@@ -792,6 +835,7 @@ static void start_report(struct kfr_parser *p, const char *title, const struct k
 		parse_kasan_title(&sl->cur, s, trimmed_len(s));
 	else
 		parse_title(&sl->cur, s, trimmed_len(s));
+	return sl;
 }
 
 /*
@@ -884,7 +928,7 @@ static void kasan_line(struct kfr_slot *sl, const char *s, size_t n)
 			r->size = strtol(c + 9, NULL, 10);
 		sl->object_line = true;
 	} else if ((st = section_stack(sl)) && is_frame(s, n)) {
-		stack_add(st, s, n);
+		stack_add(sl, st, s, n);
 	}
 }
 
@@ -925,14 +969,64 @@ static void body_line(struct kfr_slot *sl, const char *s, size_t n)
 	} else if (sl->section == KFR_HEAD && !r->stack.n && is_frame(s, n)) {
 		/* the detail line was lost: frames still belong to it */
 		sl->section = KFR_STACK;
-		stack_add(&r->stack, s, n);
+		stack_add(sl, &r->stack, s, n);
 	} else if (parse_detail(r, s)) {
 		seen_twice(sl, true);
 	} else {
 		st = section_stack(sl);
 		if (st && is_frame(s, n))
-			stack_add(st, s, n);
+			stack_add(sl, st, s, n);
 	}
+}
+
+/*
+ * A line of another task's stack dump (show_stack(), the hung-task and
+ * lockup detectors, sched_show_task()): KFENCE prints none of these before
+ * its footer, and its stack_trace_print() never prints a "? " frame.
+ */
+static bool foreign_trace_line(const char *s, size_t n)
+{
+	static const char *const marks[] = {
+		"Call Trace:", "Call trace:", "<TASK>", "</TASK>", "<IRQ>", "</IRQ>",
+		"<NMI>", "</NMI>", "INFO: task ",
+	};
+
+	/* every line of an open report comes here: most begin otherwise */
+	if (!strchr("C<It?", s[0]))
+		return false;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (starts(s, marks[i]))
+			return true;
+	if (starts(s, "task:") && strstr(s, " state:"))
+		return true;
+	return s[0] == '?' && s[1] == ' ' && is_frame(s, n);
+}
+
+/*
+ * Without caller ids (or an Android CPU column) another task's stack dump
+ * mixes its frames into a report's own: once one of its lines shows up
+ * before the footer, no frame of the report can be trusted to be its own,
+ * and the title may not take one (interleaved: set_guilty()). A KASAN
+ * report's own trace follows its footer: until then frames are not taken.
+ * True when @s is such a line (not the report's).
+ */
+static bool check_foreign(struct kfr_slot *sl, const char *s, size_t n,
+			  const struct kfr_prefix *px)
+{
+	if (px->caller[0] || px->cpu >= 0 || sl->section == KFR_TAIL ||
+	    (sl->kasan && sl->footer) || !foreign_trace_line(s, n))
+		return false;
+	seen_twice(sl, true);
+	if (sl->kasan)
+		sl->section = KFR_OBJECT;	/* a section without frames */
+	return true;
+}
+
+/* A report with a line longer than the kernel prints is no sound one. */
+static void cut_in(const struct kfr_parser *p, struct kfr_slot *sl)
+{
+	if (p->line_cut && !sl->gap)
+		sl->gap = KFR_R_TOO_LONG;
 }
 
 static void parse_message(struct kfr_parser *p, const char *msg, const struct kfr_prefix *px)
@@ -951,7 +1045,8 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 			return;
 	}
 	if (title) {
-		start_report(p, title, px);
+		sl = start_report(p, title, px);
+		cut_in(p, sl);
 		return;
 	}
 	sl = slot_find(p, px);
@@ -962,16 +1057,19 @@ static void parse_message(struct kfr_parser *p, const char *msg, const struct kf
 	if (px->seq >= 0)
 		sl->cur.last_seq = px->seq;
 	if (is_ruler(s, n)) {
-		emit(p, sl, missing(sl));
+		emit(p, sl, ruler_closes(sl));
 		return;
 	}
+	sl->at_end_of_input = false;
 	if (!n)
 		return;
 	if (++sl->body_lines > KFR_MAX_BODY) {
 		emit(p, sl, KFR_R_TOO_LONG);
 		return;
 	}
-	body_line(sl, s, n);
+	cut_in(p, sl);
+	if (!check_foreign(sl, s, n, px))
+		body_line(sl, s, n);
 }
 
 static int hexval(char c)
@@ -1011,11 +1109,41 @@ static void parse_escaped(struct kfr_parser *p, const char *msg, const struct kf
 	free(buf);
 }
 
+/* Records were lost on @host ("": any host): its open reports miss lines. */
+static void lost_on(struct kfr_parser *p, const char *host)
+{
+	for (size_t i = 0; i < p->n_slots; i++) {
+		struct kfr_slot *sl = p->slots[i];
+
+		if (sl->active && !sl->gap && (!host[0] || !strcmp(sl->host, host)))
+			sl->gap = KFR_R_LOST;
+	}
+}
+
 void kfr_parser_lost(struct kfr_parser *p)
 {
-	for (size_t i = 0; i < p->n_slots; i++)
-		if (p->slots[i]->active && !p->slots[i]->gap)
-			p->slots[i]->gap = KFR_R_LOST;
+	lost_on(p, "");
+}
+
+/*
+ * The log says it lost lines: a console's "** 23 printk messages dropped
+ * **" (5.10+ on a line of its own, before that in front of the next line
+ * printed) or journald's "Missed 23 kernel messages" (it fell behind
+ * /dev/kmsg). Any report open on that host may have lost lines, of its own
+ * or of its end, that nothing else would tell.
+ */
+static bool says_lines_lost(const char *line)
+{
+	/* every line of an open report comes here: one scan, for the word
+	 * both messages have
+	 */
+	const char *m = strstr(line, "messages");
+
+	if (!m)
+		return false;
+	if (m - line >= 7 && !strncmp(m - 7, "printk ", 7) && !strncmp(m + 8, " dropped", 8))
+		return true;
+	return m - line >= 7 && !strncmp(m - 7, "kernel ", 7) && strstr(line, "Missed ");
 }
 
 static void finish_all(struct kfr_parser *p, const char *reason)
@@ -1039,29 +1167,38 @@ static void finish_all(struct kfr_parser *p, const char *reason)
 static const char triggers[3][9] = { "KFENCE: ", "KASAN: ", "kfence-#" };
 
 /*
- * Newlines in [s, end), 16 bytes a step with the compiler's vector
- * extensions (SSE2 on x86-64, NEON on arm64): counting the lines passed
- * over must not cost more than finding the reports.
+ * Newlines in [s, end), 32 bytes a step with the compiler's vector
+ * extensions (two SSE2 or NEON registers, one AVX2 register where the CPU
+ * has it: the x86-64 build carries both, chosen at load time): counting
+ * the lines passed over must not cost more than finding the reports.
  */
-static size_t count_lines(const char *s, const char *end)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define WIDE_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#ifndef WIDE_CLONES
+#define WIDE_CLONES
+#endif
+
+WIDE_CLONES static size_t count_lines(const char *s, const char *end)
 {
-	typedef unsigned char v16 __attribute__((vector_size(16)));
-	const v16 nl = { '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n',
-			 '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n' };
+	typedef unsigned char v32 __attribute__((vector_size(32)));
+	v32 nl;
 	size_t n = 0;
 
-	while (end - s >= 16) {
-		v16 acc = { 0 };
+	memset(&nl, '\n', sizeof(nl));
+	while (end - s >= 32) {
+		v32 acc = { 0 };
 		int steps = 0;
 
 		/* each lane counts to at most 255 before it is added up */
-		for (; end - s >= 16 && steps < 255; s += 16, steps++) {
-			v16 v;
+		for (; end - s >= 32 && steps < 255; s += 32, steps++) {
+			v32 v;
 
-			memcpy(&v, s, 16);
-			acc -= (v16)(v == nl);	/* a match is all ones: -1 */
+			memcpy(&v, s, 32);
+			acc -= (v32)(v == nl);	/* a match is all ones: -1 */
 		}
-		for (int i = 0; i < 16; i++)
+		for (int i = 0; i < 32; i++)
 			n += acc[i];
 	}
 	for (; s < end; s++)
@@ -1125,12 +1262,27 @@ const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
 	return line;
 }
 
+/*
+ * Only the first KFR_MAX_LINE bytes of a line are looked at (the kernel
+ * prints under 1024): no line costs more than that, whatever its length.
+ */
+static const char *cap_line(struct kfr_parser *p, const char *line)
+{
+	p->line_cut = strnlen(line, KFR_MAX_LINE + 1) > KFR_MAX_LINE;
+	if (!p->line_cut)
+		return line;
+	memcpy(p->cut_line, line, KFR_MAX_LINE);
+	p->cut_line[KFR_MAX_LINE] = '\0';
+	return p->cut_line;
+}
+
 void kfr_parser_line(struct kfr_parser *p, const char *line)
 {
 	struct kfr_prefix px;
 	const char *msg;
 
 	p->lineno++;
+	line = cap_line(p, line);
 	/* Nearly every line of a log is no report's: outside a report only a
 	 * title matters, or a detail line whose title was lost. The sequence
 	 * numbers skipped are unknown, not lost.
@@ -1141,6 +1293,8 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		return;
 	}
 	msg = kfr_message(line, &px);
+	if (p->n_active && says_lines_lost(line))
+		lost_on(p, px.host);
 	if (px.seq >= 0) {
 		/* /dev/kmsg numbers every record: a jump is a loss, a step
 		 * back another boot (or another log appended)
@@ -1157,6 +1311,13 @@ void kfr_parser_line(struct kfr_parser *p, const char *line)
 		parse_escaped(p, msg, &px);
 	else
 		parse_message(p, msg, &px);
+}
+
+void kfr_parser_next_input(struct kfr_parser *p)
+{
+	for (size_t i = 0; i < p->n_slots; i++)
+		if (p->slots[i]->active)
+			p->slots[i]->at_end_of_input = true;
 }
 
 void kfr_parser_finish_lost(struct kfr_parser *p)

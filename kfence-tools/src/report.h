@@ -19,6 +19,19 @@
 /* KFENCE_STACK_DEPTH in the kernel; more frames means garbled input. */
 #define KFR_MAX_FRAMES 64
 
+/*
+ * What the parser keeps of any input, so that a line of any length or a
+ * log of any size costs memory in proportion to the reports open only
+ * (kfence-report(1), LIMITS). The kernel prints no line over 1024 bytes.
+ */
+#define KFR_MAX_LINE 4096	/* bytes of a line looked at; the rest is cut */
+#define KFR_MAX_FIELD 1024	/* bytes of a string field, its cut mark included */
+#define KFR_CUT_MARK "[cut]"	/* ends a field that was longer than that */
+#define KFR_MAX_STACK_TEXT 32768	/* bytes of all the frames of one report */
+
+/* A field of @s[0, n): at most KFR_MAX_FIELD bytes, ending in KFR_CUT_MARK if cut. */
+char *kfr_field(const char *s, size_t n);
+
 struct kfr_stack {
 	char *frames[KFR_MAX_FRAMES];	/* as printed, without leading space */
 	char *src[KFR_MAX_FRAMES];	/* file:line from --vmlinux, or NULL */
@@ -89,7 +102,7 @@ struct kfr_report {
 #define KFR_R_TRUNCATED "truncated"		/* input ended inside it */
 #define KFR_R_INTERRUPTED "interrupted"		/* a new report began */
 #define KFR_R_INTERLEAVED "interleaved"		/* began inside another: lines mixed */
-#define KFR_R_LOST "lost-records"		/* sequence gap or EPIPE */
+#define KFR_R_LOST "lost-records"		/* sequence gap, EPIPE, "messages dropped" */
 #define KFR_R_FILTERED "filtered"		/* only KERN_ERR lines: console loglevel */
 #define KFR_R_NO_DETAIL "no-detail"
 #define KFR_R_NO_STACK "no-stack"
@@ -119,6 +132,8 @@ struct kfr_slot {
 	bool object_line;
 	bool footer;
 	bool kasan;		/* a KASAN report: its call trace follows the footer */
+	size_t stack_text;	/* bytes of frames kept, up to KFR_MAX_STACK_TEXT */
+	bool at_end_of_input;	/* its last line so far ended an input (a file) */
 	const char *gap;	/* a KFR_R_* reason met while reading it */
 	struct kfr_report cur;
 };
@@ -132,6 +147,8 @@ struct kfr_parser {
 	const char *host;	/* of the line being parsed (not owned) */
 	char release[64];	/* netconsole's release prefix, or "" */
 	unsigned long count;	/* reports emitted */
+	bool line_cut;		/* the line being parsed was over KFR_MAX_LINE */
+	char cut_line[KFR_MAX_LINE + 1];	/* its first KFR_MAX_LINE bytes */
 	/* the reports being read: no cap, a slot is reused once emitted */
 	struct kfr_slot **slots;
 	size_t n_slots;
@@ -158,6 +175,13 @@ const char *kfr_parser_skip(struct kfr_parser *p, struct kfr_scan *sc,
 void kfr_parser_lost(struct kfr_parser *p);
 /* Emit the open reports that lost records (a collector's end of run). */
 void kfr_parser_finish_lost(struct kfr_parser *p);
+/*
+ * The next input (file) of the same stream begins: rotated logs of one
+ * host, in order. A report open at the end of the last one goes on with
+ * this one's lines; if a new report of its task begins first, it was cut
+ * there (truncated), and is not mixed with the new one.
+ */
+void kfr_parser_next_input(struct kfr_parser *p);
 /* End of one input (a file): open reports are emitted as truncated, and
  * what the parser holds is freed (it can go on with the next input).
  */

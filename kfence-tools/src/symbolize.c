@@ -179,7 +179,7 @@ static void symbolize_stack(struct kfr_symbols *s, struct kfr_stack *st)
 		line[strcspn(line, " \n")] = '\0';
 		if (line[0] != '?' && !strstr(line, ":?") && strcmp(line + strlen(line) - 2, ":0")) {
 			free(st->src[idx[k]]);
-			st->src[idx[k]] = strdup(line);
+			st->src[idx[k]] = kfr_field(line, strlen(line));
 		}
 		k++;
 	}

@@ -81,10 +81,54 @@ const struct kfr_title_form *kfr_title_forms(size_t *n)
 	return forms;
 }
 
+/*
+ * @pat against [s, e): '*' any run of characters, '#' one digit. With
+ * @open_end the pattern may end before @e (a PREFIX or SUB rule).
+ */
+static bool glob(const char *pat, const char *s, const char *e, bool open_end)
+{
+	for (; *pat; pat++, s++) {
+		if (*pat == '*') {
+			for (const char *t = e; t >= s; t--)
+				if (glob(pat + 1, t, e, open_end))
+					return true;
+			return false;
+		}
+		if (s == e || (*pat == '#' ? !isdigit((unsigned char)*s) : *pat != *s))
+			return false;
+	}
+	return open_end || s == e;
+}
+
+/* A rule whose text has a wildcard: rare, so slower than memmem() is fine. */
+static bool glob_rule(const struct skip_rule *k, const char *fn, size_t fl)
+{
+	const char *e = fn + fl;
+
+	switch (k->how) {
+	case EXACT:
+		return glob(k->text, fn, e, false);
+	case PREFIX:
+		return glob(k->text, fn, e, true);
+	case SUFFIX:
+		for (const char *s = fn; s <= e; s++)
+			if (glob(k->text, s, e, false))
+				return true;
+		return false;
+	default:
+		for (const char *s = fn; s <= e; s++)
+			if (glob(k->text, s, e, true))
+				return true;
+		return false;
+	}
+}
+
 static bool rule_matches(const struct skip_rule *k, const char *fn, size_t fl)
 {
 	size_t tl = strlen(k->text);
 
+	if (strpbrk(k->text, "*#"))
+		return glob_rule(k, fn, fl);
 	switch (k->how) {
 	case EXACT:
 		return fl == tl && !memcmp(fn, k->text, tl);
@@ -205,15 +249,10 @@ size_t kfr_frame_function(const char *frame, char *buf, size_t size)
 	return n;
 }
 
+/* A title string: capped as any field (a cut one says so). */
 static char *xstrdup(const char *s)
 {
-	char *d = strdup(s);
-
-	if (!d) {
-		perror("kfence-report");
-		exit(1);
-	}
-	return d;
+	return kfr_field(s, strlen(s));
 }
 
 static bool inline_frame(const char *f)
@@ -243,7 +282,7 @@ static void set_guilty(struct kfr_report *r, int extra)
 {
 	/* an interleaved report's stack may be another report's */
 	bool own = !(r->reason && !strcmp(r->reason, KFR_R_INTERLEAVED));
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	int fam;
 
 	for (size_t i = 0; i <= (own ? r->stack.n : 0); i++) {
@@ -350,7 +389,7 @@ static void expand(const char *fmt, const struct kfr_report *r, char *buf, size_
 
 void kfr_set_titles(struct kfr_report *r)
 {
-	char buf[512];
+	char buf[2 * KFR_MAX_FIELD];
 	bool kasan = r->detector && !strcmp(r->detector, "kasan");
 	size_t i;
 
@@ -389,7 +428,7 @@ void kfr_set_titles(struct kfr_report *r)
 bool kfr_kasan_bad_access(const char *t, char *buf, size_t size)
 {
 	const char *k = strstr(t, "KASAN: "), *in;
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	size_t kl;
 	bool is_free;
 
@@ -413,7 +452,7 @@ bool kfr_kasan_bad_access(const char *t, char *buf, size_t size)
 
 void kfr_bucket(const struct kfr_report *r, int frames, char *buf, size_t size)
 {
-	char fn[256];
+	char fn[KFR_MAX_FIELD + 1];
 	size_t len, i = 0;
 	int taken = 0;
 

@@ -19,8 +19,8 @@ grep_ok "cannot open '/nonexistent/kfence.log': No such file" "$t/err" \
 "$kr" --no-such-option >/dev/null 2>"$t/err"
 check "$?" 2 "an unknown option exits 2"
 grep_ok "--help" "$t/err" "and points to --help"
-"$kr" --follow "$data/drill-dmesg.log" >/dev/null 2>&1
-check "$?" 2 "--follow without --kmsg is a usage error"
+"$kr" --follow "$data/drill-dmesg.log" "$data/kunit-dmesg.log" >/dev/null 2>&1
+check "$?" 2 "--follow without --kmsg wants one file"
 "$kr" --cursor "$t/c" "$data/drill-dmesg.log" >/dev/null 2>&1
 check "$?" 2 "--cursor without --kmsg is a usage error"
 "$kr" --max-per-boot many "$data/drill-dmesg.log" >/dev/null 2>"$t/err"
@@ -49,6 +49,71 @@ head -n 110 "$data/drill-dmesg.log" >"$t/cut.log"
 "$kr" --brief "$t/cut.log" "$data/drill-dmesg.log" >"$t/out"
 check "$(grep -c ' complete$' "$t/out"):$(grep -c 'incomplete:truncated$' "$t/out")" "10:1" \
 	"a file cut mid-report (3 whole, 1 cut) then a whole file (7): 10 complete, 1 truncated"
+
+# Rotated logs (issue 33): the files of one host are one stream, in order.
+# At every line of the drill log, split into syslog.1 and syslog: the two
+# files give what the log gives whole, seven complete reports.
+lines=$(wc -l <"$data/drill-dmesg.log") k=1 differ=0
+"$kr" --json "$data/drill-dmesg.log" | sed 's/,"line":[0-9]*//' >"$t/whole"
+while [ "$k" -lt "$lines" ]; do
+	head -n "$k" "$data/drill-dmesg.log" >"$t/syslog.1"
+	tail -n "+$((k + 1))" "$data/drill-dmesg.log" >"$t/syslog"
+	"$kr" --json "$t/syslog.1" "$t/syslog" | sed 's/,"line":[0-9]*//' >"$t/out"
+	cmp -s "$t/out" "$t/whole" || differ=$((differ + 1))
+	k=$((k + 1))
+done
+check "$(grep -c '"complete":true' "$t/whole"):$differ" "7:0" \
+	"a report split across a rotation at any of $((lines - 1)) lines: as the whole log, 7 complete"
+head -n 110 "$data/drill-dmesg.log" >"$t/syslog.1"
+tail -n +111 "$data/drill-dmesg.log" >"$t/syslog"
+check "$("$kr" --summary "$t/syslog.1" "$t/syslog" | awk 'NR > 1 { n += $2 } END { print n }')" 7 \
+	"--summary of the two files: 7 complete"
+
+# --follow FILE (issue 33): a follower reads what is appended, and goes on
+# across a rotation (the file renamed to .1, a new one made) as one stream:
+# the report split by the rotation comes out whole. SIGTERM ends it.
+# wait_for N [FILE]: until N complete records are out (at most 30 s).
+wait_for() {
+	i=0
+	while [ "$(grep -c ' complete$' "${2:-$t/fout}")" -lt "$1" ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+head -n 60 "$data/drill-dmesg.log" >"$t/follow.log"
+"$kr" --brief --follow "$t/follow.log" >"$t/fout" 2>"$t/ferr" &
+fpid=$!
+wait_for 2
+sed -n 61,110p "$data/drill-dmesg.log" >>"$t/follow.log"
+wait_for 3
+mv "$t/follow.log" "$t/follow.log.1"
+tail -n +111 "$data/drill-dmesg.log" >"$t/follow.new"
+mv "$t/follow.new" "$t/follow.log"
+wait_for 7
+kill -TERM "$fpid"
+wait "$fpid"
+check "$?:$(grep -c ' complete$' "$t/fout"):$(wc -l <"$t/fout")" "0:7:7" \
+	"--follow FILE: appended lines, then a rotation inside a report: 7 complete, exit 0 on SIGTERM"
+# A followed file that ends in a 2 MB line with no newline (cut at 1 MiB,
+# its rest dropped) is rotated: the new file's first line is read, not
+# dropped as the rest of that one.
+head -c 2000000 /dev/zero | tr '\0' x >"$t/follow2.log"
+"$kr" --brief --follow "$t/follow2.log" >"$t/fout2" 2>/dev/null &
+fpid=$!
+i=0
+until grep -qs '^pos:[[:space:]]*2000000$' /proc/$fpid/fdinfo/* || [ $i -ge 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+read_it=$([ "$i" -lt 300 ] && echo read)
+mv "$t/follow2.log" "$t/follow2.log.1"
+tail -n +2 "$data/drill-dmesg.log" >"$t/follow2.new"
+mv "$t/follow2.new" "$t/follow2.log"
+wait_for 7 "$t/fout2"
+kill -TERM "$fpid"
+wait "$fpid"
+check "$(grep -c ' complete$' "$t/fout2"):$read_it" "7:read" \
+	"--follow FILE: after a cut line at the end of the old file, the new file's first line counts"
 
 # Field types: every record has every field, each always of one type.
 if command -v jq >/dev/null; then
@@ -108,7 +173,7 @@ if command -v jq >/dev/null; then
 	exec 3>"$t/fifo"
 	cat "$k" >&3
 	i=0
-	while [ "$(wc -l <"$t/fout")" -lt 7 ] && [ $i -lt 100 ]; do
+	while [ "$(wc -l <"$t/fout")" -lt 7 ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -11,9 +11,9 @@
  *   --- report 1
  *   title: ...          (kfr_print_expect() lines, then "bucket: ...")
  *   === input
- *   the log, to the end of the file or the next "=== input" (a second
- *   input file: the parser is finished between them, as kfence-report
- *   does between its FILE arguments)
+ *   the log, to the end of the file or the next "=== input" (the next
+ *   input file of one stream, as kfence-report reads its FILE arguments:
+ *   rotated logs, in order)
  *
  * "# syzkaller-title: T" lines (one per report, in order; "-" for a report
  * syzkaller would not title) give the title syzkaller's pkg/report gives:
@@ -124,8 +124,9 @@ static void parse_inputs(char *in, const char *end, struct out *o)
 			kfr_parser_line(&p, line);
 			*nl = saved;
 		}
-		kfr_parser_finish(&p);
+		kfr_parser_next_input(&p);
 	}
+	kfr_parser_finish(&p);
 	kfr_parser_free(&p);
 	fclose(o->f);
 	o->f = save;
