@@ -1145,6 +1145,185 @@ static void tree_beyond_nofile(void **state)
 	assert_int_equal(seen, TOPS * LEAVES + WIDE);
 }
 
+/*
+ * Any depth: a chain of DEEP directories w/d/d/..., its path (2 bytes a
+ * level) far beyond PATH_MAX, made and removed through descriptors.  Setup
+ * once recursed a level at a time (adopt_batch -> fw_scan, ~11 KB of
+ * stack each) and died of SIGSEGV some 800 levels down; the same under a
+ * 128 KB stack (ulimit -s 128, half what the issue asked) shows that no
+ * walk's stack use grows with depth: a recursion of 26 bytes a level
+ * would overrun it.  Paths are printed whole, also beyond PATH_MAX
+ * (fanwatch(1), LIMITS).
+ */
+#define DEEP 5000
+
+/* Make the chain; returns its deepest directory's fd. */
+static int make_chain(void)
+{
+	int fd = open("w", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n, i;
+
+	for (i = 0; i < DEEP; i++) {
+		assert_true(fd >= 0);
+		assert_int_equal(mkdirat(fd, "d", 0755), 0);
+		n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = n;
+	}
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* Teardown: remove the chain bottom up (nftw cannot: its paths are too long). */
+static int unchain(void **state)
+{
+	int fd, n, depth = 0;
+
+	(void)state;
+	pre_exec = NULL;
+	if (P.pid > 0 && !waitpid(P.pid, NULL, WNOHANG)) {	/* a failed test's */
+		kill(P.pid, SIGKILL);
+		waitpid(P.pid, NULL, 0);
+	}
+	rename("w/x", "w/d");	/* where a failed test left it */
+	rename("out/x", "w/d");
+	fd = open("w", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	while (fd >= 0 && (n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		close(fd);
+		fd = n;
+		depth++;
+	}
+	if (fd >= 0) {
+		unlinkat(fd, "f", 0);
+		unlinkat(fd, "g", 0);
+		unlinkat(fd, "h", 0);
+		unlinkat(fd, "e/f", 0);
+		unlinkat(fd, "e", AT_REMOVEDIR);
+	}
+	for (; fd >= 0 && depth > 0; depth--) {
+		n = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = n;
+		if (fd >= 0 && unlinkat(fd, "d", AT_REMOVEDIR))
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return depth ? -1 : 0;
+}
+
+/* P did not say it is watching: fail with the signal that ended it, if one did. */
+static void fail_not_ready(void)
+{
+	int st;
+
+	kill(P.pid, SIGKILL);	/* nothing, if it is dead already */
+	waitpid(P.pid, &st, 0);
+	drain_err(0);
+	close(P.out);
+	close(P.err);
+	if (WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL)
+		fail_msg("fanwatch died of signal %d (%s) during setup: %s",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)), P.ebuf);
+	fail_msg("fanwatch did not get ready in %d ms: %s", LINE_TIMEOUT_MS, P.ebuf);
+}
+
+/* The chain's path with suffix, its top renamed to top: "w/TOP/d/.../d/". */
+static char *deep_line(const char *top, const char *suffix)
+{
+	size_t len = 2 + strlen(top) + 1 + 2 * (DEEP - 1);
+	char *s = malloc(len + strlen(suffix) + 1), *p;
+	int i;
+
+	assert_non_null(s);
+	p = s + sprintf(s, "w/%s/", top);
+	for (i = 1; i < DEEP; i++, p += 2)
+		memcpy(p, "d/", 2);
+	strcpy(p, suffix);
+	return s;
+}
+
+static void expect_deep(const char *top, const char *suffix)
+{
+	char *want = deep_line(top, suffix);
+
+	EXPECT(want);
+	free(want);
+}
+
+static void create_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void deep_chain_run(void (*limit)(void))
+{
+	static const char *const args[] = { "-m", "-r", "-e", "create", "-e", "move", "w", NULL };
+	static const char *const tmo[] = { "-r", "-t", "1", "w", NULL };
+	int fd = make_chain();
+
+	pre_exec = limit;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	create_at(fd, "f");
+	expect_deep("d", " CREATE f");
+	/*
+	 * New directories at the top take the descriptor cache (4 with the
+	 * tiny one): the one made at the bottom is then marked through its
+	 * parent's descriptor, opened again from the root, DEEP levels.
+	 */
+	assert_int_equal(mkdir("w/t0", 0755) | mkdir("w/t1", 0755) |
+			 mkdir("w/t2", 0755) | mkdir("w/t3", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR t0", "w/ CREATE,ISDIR t1", "w/ CREATE,ISDIR t2",
+	       "w/ CREATE,ISDIR t3");
+	assert_int_equal(mkdirat(fd, "e", 0755), 0);
+	expect_deep("d", " CREATE,ISDIR e");
+	create_at(fd, "e/f");
+	expect_deep("d", "e/ CREATE f");
+	/* Renamed, the chain is relabeled; moved out, unwatched: both a walk of DEEP levels. */
+	assert_int_equal(rename("w/d", "w/x"), 0);
+	expect_rename("w/", "d", "w/", "x", true);
+	create_at(fd, "g");
+	expect_deep("x", " CREATE g");
+	assert_int_equal(rename("w/x", "out/x"), 0);
+	EXPECT("w/ MOVED_FROM,ISDIR x");
+	create_at(fd, "h");
+	write_file("w/done", "");
+	EXPECT("w/ CREATE done");
+	close(fd);
+	/* the default action, as inotifywait: not a crash on the way out */
+	assert_int_equal(finish(), 128 + SIGTERM);
+	assert_int_equal(rename("out/x", "w/d"), 0);
+	assert_int_equal(run(tmo, NULL), 2);
+	pre_exec = NULL;
+}
+
+static void deep_chain(void **state)
+{
+	(void)state;
+	deep_chain_run(NULL);
+}
+
+/* ulimit -s 128, and a 4-descriptor cache: the bottom is reopened from the top */
+static void small_stack(void)
+{
+	struct rlimit r;
+
+	getrlimit(RLIMIT_STACK, &r);
+	r.rlim_cur = 128 * 1024;
+	setrlimit(RLIMIT_STACK, &r);
+	setenv("FANWATCH_FD_CACHE", "4", 1);
+}
+
+static void deep_chain_small_stack(void **state)
+{
+	(void)state;
+	deep_chain_run(small_stack);
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1226,6 +1405,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(dir_gone, fresh),
 		cmocka_unit_test_setup(listable_not_searchable, fresh),
 		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
+		cmocka_unit_test_setup_teardown(deep_chain, fresh, unchain),
+		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, unchain),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
