@@ -902,21 +902,23 @@ static void report_gone(const struct fw_snap_ent *e, void *arg)
 		fw_unwatch_tree(a->c, s);
 }
 
-/* Compare one directory with its snapshot; report and fix what differs. */
-static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
+/*
+ * Compare one directory with its snapshot; report and fix what differs.
+ * New subdirectories go to fresh, adopted once its subtree is done.
+ * False if it cannot be listed: nothing below it is rescanned then.
+ */
+static bool rescan_dir(struct fw_ctx *c, struct fw_dir *d, struct namelist *fresh)
 {
 	int fd = open_listing(c, d);
 	struct sweep_arg arg = { c, d };
-	struct namelist fresh = { 0 };
 	struct fw_dir *ch;
 	struct dirent *de;
 	DIR *dir;
-	size_t i;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return false;
 	}
 	while ((de = readdir(dir))) {
 		struct stat st;
@@ -940,22 +942,76 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		case FW_SNAP_NEW:
 			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 			if (isdir && c->o->recursive)
-				namelist_add(&fresh, de->d_name, st.st_ino);
+				namelist_add(fresh, de->d_name, st.st_ino);
 			break;
 		}
 	}
 	closedir(dir);
 	fw_snap_sweep(d->snap, report_gone, &arg);
-	for (ch = d->child; ch; ch = ch->next)
-		if (ch->snap)
-			rescan_dir(c, ch);
-	for (i = 0; i < fresh.n; i++) {
-		struct fw_want w = { .ino = fresh.ino[i] };
+	return true;
+}
 
-		if (!fw_dir_child(d, fresh.v[i]))
-			fw_adopt(c, d, fresh.v[i], &w, true);
+static void adopt_fresh(struct fw_ctx *c, struct fw_dir *d, struct namelist *fresh)
+{
+	size_t i;
+
+	for (i = 0; i < fresh->n; i++) {
+		struct fw_want w = { .ino = fresh->ino[i] };
+
+		if (!fw_dir_child(d, fresh->v[i]))
+			fw_adopt(c, d, fresh->v[i], &w, true);
 	}
-	namelist_free(&fresh);
+	namelist_free(fresh);
+}
+
+/* A directory being rescanned: the next child to visit, what it found new. */
+struct rescan_frame {
+	struct fw_dir *d, *next;
+	struct namelist fresh;
+};
+
+struct rescan_walk {
+	struct rescan_frame *f;
+	size_t n, cap;
+};
+
+static void rescan_push(struct fw_ctx *c, struct rescan_walk *w, struct fw_dir *d)
+{
+	struct rescan_frame *t;
+
+	w->f = frames_grow(w->f, w->n, &w->cap, sizeof(*w->f));
+	t = &w->f[w->n++];
+	memset(t, 0, sizeof(*t));
+	t->d = d;
+	t->next = rescan_dir(c, d, &t->fresh) ? d->child : NULL;
+}
+
+/*
+ * Rescan a tree, each directory before its children, its new
+ * subdirectories adopted after them; a frame a level on the heap, as a
+ * tree may be deeper than any stack.  Rescanning a child changes only its
+ * own subtree, so the sibling to visit next stays.
+ */
+static void rescan_tree(struct fw_ctx *c, struct fw_dir *root)
+{
+	struct rescan_walk w = { 0 };
+
+	rescan_push(c, &w, root);
+	while (w.n) {
+		struct rescan_frame *t = &w.f[w.n - 1];
+		struct fw_dir *ch = t->next;
+
+		while (ch && !ch->snap)
+			ch = ch->next;
+		if (ch) {
+			t->next = ch->next;
+			rescan_push(c, &w, ch);		/* may move t */
+		} else {
+			adopt_fresh(c, t->d, &t->fresh);
+			w.n--;
+		}
+	}
+	free(w.f);
 }
 
 void fw_rescan(struct fw_ctx *c)
@@ -976,6 +1032,6 @@ void fw_rescan(struct fw_ctx *c)
 		}
 	}
 	for (i = 0; i < n; i++)
-		rescan_dir(c, roots[i]);
+		rescan_tree(c, roots[i]);
 	free(roots);
 }

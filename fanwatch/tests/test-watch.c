@@ -1196,6 +1196,7 @@ static int unchain(void **state)
 		unlinkat(fd, "f", 0);
 		unlinkat(fd, "g", 0);
 		unlinkat(fd, "h", 0);
+		unlinkat(fd, "new", 0);
 		unlinkat(fd, "e/f", 0);
 		unlinkat(fd, "e", AT_REMOVEDIR);
 	}
@@ -1324,6 +1325,44 @@ static void deep_chain_small_stack(void **state)
 	deep_chain_run(small_stack);
 }
 
+static int bottom_fd = -1;
+
+static void create_at_bottom(void)
+{
+	create_at(bottom_fd, "new");	/* lost with the overflow */
+}
+
+/* A rescan after an overflow walks the chain too, under the small stack. */
+static void deep_chain_rescan(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--rescan-on-overflow", "-e", "create",
+					    "w", NULL };
+	long max = queue_limit();
+	bool seen = false;
+	char *want, *l;
+
+	(void)state;
+	if (max > 100000)
+		K513_SKIP("fs.fanotify.max_queued_events is %ld: too large to overflow here", max);
+	bottom_fd = make_chain();
+	want = deep_line("d", " CREATE,SCAN new");
+	pre_exec = small_stack;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	flood(max, create_at_bottom);
+	close(bottom_fd);
+	while (!seen && (l = next_line(LINE_TIMEOUT_MS))) {
+		seen = !strcmp(l, want);
+		free(l);
+	}
+	free(want);
+	if (!seen)
+		fail_msg("no rescan event from the bottom of the chain (stderr: %s)", P.ebuf);
+	assert_int_equal(finish(), 128 + SIGTERM);
+	pre_exec = NULL;
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1407,6 +1446,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
 		cmocka_unit_test_setup_teardown(deep_chain, fresh, unchain),
 		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, unchain),
+		cmocka_unit_test_setup_teardown(deep_chain_rescan, fresh, unchain),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
