@@ -215,27 +215,141 @@ static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, i
 	}
 }
 
-/* Count the directories of a subtree the mark limit leaves unwatched. */
-static unsigned int count_dirs(int dirfd, const char *name)
+/* Subdirectory names a listing found, with the inode number it gave. */
+struct namelist {
+	char **v;
+	ino_t *ino;
+	size_t n, cap;
+};
+
+static void namelist_add(struct namelist *l, const char *s, ino_t ino)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned int n = 1;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		l->ino = realloc(l->ino, l->cap * sizeof(*l->ino));
+		if (!l->v || !l->ino) {
+			fw_err("out of memory");
+			exit(1);
+		}
+	}
+	l->ino[l->n] = ino;
+	if (!(l->v[l->n++] = strdup(s))) {
+		fw_err("out of memory");
+		exit(1);
+	}
+}
+
+static void namelist_free(struct namelist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	free(l->ino);
+}
+
+/*
+ * Room for one more frame in a walk's stack of n frames (capacity *cap):
+ * walks keep their levels on the heap, as a tree may be deeper than any
+ * stack.
+ */
+static void *frames_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? 2 * *cap : 16;
+	v = realloc(v, *cap * size);
+	if (!v) {
+		fw_err("out of memory");
+		exit(1);
+	}
+	return v;
+}
+
+#define COUNT_OPEN	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* A directory count_dirs() is in: its subdirectories, the next to enter. */
+struct count_level {
+	struct namelist subs;
+	size_t next;
+};
+
+struct count_walk {
+	struct count_level *lv;
+	size_t n, cap;
+};
+
+/* A level for the directory fd refers to, with its subdirectories (by d_type). */
+static void count_push(struct count_walk *w, int fd)
+{
+	int lfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct count_level *t;
 	struct dirent *de;
 	DIR *dir;
 
-	if (fd < 0)
-		return n;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return n;
+	w->lv = frames_grow(w->lv, w->n, &w->cap, sizeof(*w->lv));
+	t = &w->lv[w->n++];
+	memset(t, 0, sizeof(*t));
+	if (lfd < 0 || !(dir = fdopendir(lfd))) {
+		if (lfd >= 0)
+			close(lfd);
+		return;
 	}
 	while ((de = readdir(dir)))
 		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") &&
 		    strcmp(de->d_name, ".."))
-			n += count_dirs(fd, de->d_name);
+			namelist_add(&t->subs, de->d_name, de->d_ino);
 	closedir(dir);
-	return n;
+}
+
+/* From the directory fd refers to, to its parent: fd is closed. */
+static int count_up(int fd)
+{
+	int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	close(fd);
+	return up;
+}
+
+/*
+ * Count the directories of a subtree the mark limit leaves unwatched.
+ * Depth first on one descriptor, back up by "..", the names still to
+ * visit a level on the heap: any depth, no stack, one fd.  A count for a
+ * message: a rename meanwhile may make it a little off.
+ */
+static unsigned int count_dirs(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, COUNT_OPEN), sub;
+	struct count_walk w = { 0 };
+	unsigned int count = 1;
+
+	if (fd >= 0)
+		count_push(&w, fd);
+	while (w.n) {
+		struct count_level *t = &w.lv[w.n - 1];
+
+		if (t->next < t->subs.n) {
+			count++;
+			sub = openat(fd, t->subs.v[t->next++], COUNT_OPEN);
+			if (sub < 0)
+				continue;
+			close(fd);
+			fd = sub;
+			count_push(&w, fd);	/* may move t */
+		} else {
+			namelist_free(&t->subs);
+			if (--w.n && (fd = count_up(fd)) < 0)
+				break;
+		}
+	}
+	while (w.n)
+		namelist_free(&w.lv[--w.n].subs);
+	free(w.lv);
+	if (fd >= 0)
+		close(fd);
+	return count;
 }
 
 struct fh_buf {
@@ -558,59 +672,6 @@ void fw_retry_pending(struct fw_ctx *c)
 		free(p->want_fh);
 		free(p);
 	}
-}
-
-/* Subdirectory names a listing found, with the inode number it gave. */
-struct namelist {
-	char **v;
-	ino_t *ino;
-	size_t n, cap;
-};
-
-static void namelist_add(struct namelist *l, const char *s, ino_t ino)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		l->ino = realloc(l->ino, l->cap * sizeof(*l->ino));
-		if (!l->v || !l->ino) {
-			fw_err("out of memory");
-			exit(1);
-		}
-	}
-	l->ino[l->n] = ino;
-	if (!(l->v[l->n++] = strdup(s))) {
-		fw_err("out of memory");
-		exit(1);
-	}
-}
-
-static void namelist_free(struct namelist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	free(l->ino);
-}
-
-/*
- * Room for one more frame in a walk's stack of n frames (capacity *cap):
- * walks keep their levels on the heap, as a tree may be deeper than any
- * stack.
- */
-static void *frames_grow(void *v, size_t n, size_t *cap, size_t size)
-{
-	if (n < *cap)
-		return v;
-	*cap = *cap ? 2 * *cap : 16;
-	v = realloc(v, *cap * size);
-	if (!v) {
-		fw_err("out of memory");
-		exit(1);
-	}
-	return v;
 }
 
 static bool is_dir_entry(int dfd, const struct dirent *de)

@@ -610,18 +610,25 @@ static void limit_marks_or_die(void)
 		_exit(126);
 }
 
-static void mark_limit(void **state)
+/* Skip unless a user namespace can lower the mark limit, as limit_marks() does. */
+static void need_mark_limit(void)
 {
-	static const char *const args[] = { "-m", "-r", "w", NULL };
 	pid_t pid = fork();
 	int st;
 
-	(void)state;
 	if (!pid)
 		_exit(limit_marks() ? 1 : 0);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
+}
+
+static void mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+
+	(void)state;
+	need_mark_limit();
 	assert_int_equal(mkdir("w/a", 0755) | mkdir("w/a/b", 0755) |
 			 mkdir("w/c", 0755) | mkdir("w/d", 0755) | mkdir("w/d/e", 0755), 0);
 	pre_exec = limit_marks_or_die;
@@ -636,15 +643,9 @@ static void mark_limit(void **state)
 static void mark_limit_mid_scan(void **state)
 {
 	static const char *const args[] = { "-m", "-r", "w", NULL };
-	pid_t pid = fork();
-	int st;
 
 	(void)state;
-	if (!pid)
-		_exit(limit_marks() ? 1 : 0);
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
+	need_mark_limit();
 	assert_int_equal(mkdir("out/t", 0755) | mkdir("out/t/a", 0755) | mkdir("out/t/b", 0755) |
 			 mkdir("out/t/c", 0755) | mkdir("out/t/d", 0755), 0);
 	pre_exec = limit_marks_or_die;
@@ -1363,6 +1364,29 @@ static void deep_chain_rescan(void **state)
 	pre_exec = NULL;
 }
 
+static void limit_marks_small_stack(void)
+{
+	limit_marks_or_die();
+	small_stack();
+}
+
+/* The mark limit three levels down: the rest of the chain is counted, as deep. */
+static void deep_chain_mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+
+	(void)state;
+	need_mark_limit();
+	close(make_chain());
+	pre_exec = limit_marks_small_stack;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	pre_exec = NULL;
+	assert_non_null(strstr(P.ebuf, "user.max_fanotify_marks = 3): 4998 directories left unwatched"));
+	assert_int_equal(finish(), 128 + SIGTERM);
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1447,6 +1471,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(deep_chain, fresh, unchain),
 		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, unchain),
 		cmocka_unit_test_setup_teardown(deep_chain_rescan, fresh, unchain),
+		cmocka_unit_test_setup_teardown(deep_chain_mark_limit, fresh, unchain),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
