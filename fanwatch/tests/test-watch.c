@@ -1158,26 +1158,50 @@ static void tree_beyond_nofile(void **state)
  */
 #define DEEP 5000
 
-/* Make the chain; returns its deepest directory's fd. */
-static int make_chain(void)
-{
-	int fd = open("w", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n, i;
+#define CHAIN_OPEN	(O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 
-	for (i = 0; i < DEEP; i++) {
-		assert_true(fd >= 0);
-		assert_int_equal(mkdirat(fd, "d", 0755), 0);
-		n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* The bottom of the chain whose top is dfd/top, and its depth. */
+static int chain_bottom(int dfd, const char *top, int *depth)
+{
+	int fd = openat(dfd, top, CHAIN_OPEN), n;
+
+	for (*depth = fd >= 0; fd >= 0 && (n = openat(fd, "d", CHAIN_OPEN)) >= 0; ++*depth) {
 		close(fd);
 		fd = n;
 	}
-	assert_true(fd >= 0);
 	return fd;
 }
 
-/* Teardown: remove the chain bottom up (nftw cannot: its paths are too long). */
-static int unchain(void **state)
+/*
+ * The chain is made once and parked beside w between the tests (as
+ * "chain"), moved in as w/d for each: making and removing it took
+ * seconds a test on a loaded host.  Returns its bottom's fd.
+ */
+static int make_chain(void)
 {
-	int fd, n, depth = 0;
+	int fd, n, i;
+
+	if (access("chain", F_OK)) {
+		fd = open(".", CHAIN_OPEN);
+		for (i = 0; i < DEEP; i++) {
+			assert_true(fd >= 0);
+			assert_int_equal(mkdirat(fd, i ? "d" : "chain", 0755), 0);
+			n = openat(fd, i ? "d" : "chain", CHAIN_OPEN);
+			close(fd);
+			fd = n;
+		}
+		close(fd);
+	}
+	assert_int_equal(rename("chain", "w/d"), 0);
+	fd = chain_bottom(AT_FDCWD, "w/d", &i);
+	assert_int_equal(i, DEEP);
+	return fd;
+}
+
+/* Teardown: what the test made at the bottom removed, the chain parked. */
+static int park_chain(void **state)
+{
+	int fd, depth;
 
 	(void)state;
 	pre_exec = NULL;
@@ -1187,12 +1211,7 @@ static int unchain(void **state)
 	}
 	rename("w/x", "w/d");	/* where a failed test left it */
 	rename("out/x", "w/d");
-	fd = open("w", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	while (fd >= 0 && (n = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		close(fd);
-		fd = n;
-		depth++;
-	}
+	fd = chain_bottom(AT_FDCWD, "w/d", &depth);
 	if (fd >= 0) {
 		unlinkat(fd, "f", 0);
 		unlinkat(fd, "g", 0);
@@ -1200,9 +1219,18 @@ static int unchain(void **state)
 		unlinkat(fd, "new", 0);
 		unlinkat(fd, "e/f", 0);
 		unlinkat(fd, "e", AT_REMOVEDIR);
+		close(fd);
 	}
-	for (; fd >= 0 && depth > 0; depth--) {
-		n = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return depth == DEEP && !rename("w/d", "chain") ? 0 : -1;
+}
+
+/* After the tests, bottom up: nftw cannot, the paths are too long. */
+static void remove_chain(void)
+{
+	int depth, fd = chain_bottom(AT_FDCWD, "chain", &depth), n;
+
+	for (; fd >= 0 && depth > 1; depth--) {
+		n = openat(fd, "..", CHAIN_OPEN);
 		close(fd);
 		fd = n;
 		if (fd >= 0 && unlinkat(fd, "d", AT_REMOVEDIR))
@@ -1210,7 +1238,7 @@ static int unchain(void **state)
 	}
 	if (fd >= 0)
 		close(fd);
-	return depth ? -1 : 0;
+	rmdir("chain");
 }
 
 /* P did not say it is watching: fail with the signal that ended it, if one did. */
@@ -1468,10 +1496,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(dir_gone, fresh),
 		cmocka_unit_test_setup(listable_not_searchable, fresh),
 		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
-		cmocka_unit_test_setup_teardown(deep_chain, fresh, unchain),
-		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, unchain),
-		cmocka_unit_test_setup_teardown(deep_chain_rescan, fresh, unchain),
-		cmocka_unit_test_setup_teardown(deep_chain_mark_limit, fresh, unchain),
+		cmocka_unit_test_setup_teardown(deep_chain, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_rescan, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_mark_limit, fresh, park_chain),
 	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
 	int ret;
@@ -1491,6 +1519,7 @@ int main(int argc, char **argv)
 	if (become_nobody(dir))
 		return 1;
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	remove_chain();
 	fresh(NULL);
 	rm_rf("w");
 	rm_rf("out");
