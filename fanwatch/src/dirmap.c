@@ -277,25 +277,11 @@ bool fw_dir_is(const struct fw_dir *d, int fd)
 	       !memcmp(h.b, d->handle, d->handle_bytes);
 }
 
-int fw_dir_fd(struct fw_dirmap *m, struct fw_dir *d)
+/* Open d under its parent's descriptor, which the caller has, and cache it. */
+static int open_under_parent(struct fw_dirmap *m, struct fw_dir *d)
 {
-	int pfd, fd;
+	int fd = openat(d->parent->fd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (d->fd >= 0) {
-		if (!d->pinned && m->lru_head != d) {
-			lru_unlink(m, d);
-			lru_push(m, d);
-		}
-		return d->fd;
-	}
-	if (!d->parent) {
-		errno = EBADF;
-		return -1;
-	}
-	pfd = fw_dir_fd(m, d->parent);
-	if (pfd < 0)
-		return -1;
-	fd = openat(pfd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	/* The name may lead elsewhere now: only the handle says it is d. */
@@ -305,6 +291,47 @@ int fw_dir_fd(struct fw_dirmap *m, struct fw_dir *d)
 		return -1;
 	}
 	cache_fd(m, d, fd);
+	return fd;
+}
+
+/*
+ * Down from the nearest ancestor with a descriptor, a level at a time,
+ * the chain gathered on the heap: a deep tree with an evicted cache must
+ * not recurse a frame a level (a chain may be longer than PATH_MAX).
+ * The cache evicts the oldest, never the one it takes, and keeps at least
+ * two: a level's parent, cached just before it, is still open for it.
+ */
+int fw_dir_fd(struct fw_dirmap *m, struct fw_dir *d)
+{
+	struct fw_dir *a, **chain;
+	size_t n = 0, i;
+	int fd = -1;
+
+	for (a = d; a && a->fd < 0; a = a->parent)
+		n++;
+	if (!a) {
+		errno = EBADF;	/* a root without its descriptor */
+		return -1;
+	}
+	if (!a->pinned && m->lru_head != a) {	/* the newest, as it is used */
+		lru_unlink(m, a);
+		lru_push(m, a);
+	}
+	if (!n)
+		return d->fd;
+	if (n == 1)
+		return open_under_parent(m, d);
+	chain = malloc(n * sizeof(*chain));
+	if (!chain) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (a = d, i = n; i > 0; a = a->parent)
+		chain[--i] = a;
+	for (i = 0; i < n; i++)
+		if ((fd = open_under_parent(m, chain[i])) < 0)
+			break;
+	free(chain);
 	return fd;
 }
 
@@ -321,16 +348,29 @@ static void unhash(struct fw_dirmap *m, struct fw_dir *d)
 	}
 }
 
+/*
+ * Children first, as a recursion would, but by the tree's own links: the
+ * first leaf below, then back to its parent, whose next child is now its
+ * first.  A subtree of any depth takes no stack.
+ */
 void fw_dirmap_remove_tree(struct fw_dirmap *m, struct fw_dir *d,
 			   void (*fn)(struct fw_dir *d, void *arg), void *arg)
 {
-	while (d->child)
-		fw_dirmap_remove_tree(m, d->child, fn, arg);
-	if (fn)
-		fn(d, arg);
-	unlink_child(d);
-	unhash(m, d);
-	free_dir(m, d);
+	struct fw_dir *x = d, *up;
+	bool last;
+
+	do {
+		while (x->child)
+			x = x->child;
+		up = x->parent;
+		last = x == d;
+		if (fn)
+			fn(x, arg);
+		unlink_child(x);
+		unhash(m, x);
+		free_dir(m, x);
+		x = up;
+	} while (!last);
 }
 
 struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name)
@@ -343,14 +383,26 @@ struct fw_dir *fw_dir_child(const struct fw_dir *parent, const char *name)
 	return NULL;
 }
 
+/* New paths for d and its subtree, parents first, walked by the tree's links. */
 static int relabel(struct fw_dir *d)
 {
-	struct fw_dir *c;
-	int ret = set_path(d, NULL);
+	struct fw_dir *x = d;
+	int ret;
 
-	for (c = d->child; c && !ret; c = c->next)
-		ret = relabel(c);
-	return ret;
+	for (;;) {
+		ret = set_path(x, NULL);
+		if (ret)
+			return ret;
+		if (x->child) {
+			x = x->child;
+			continue;
+		}
+		while (x != d && !x->next)
+			x = x->parent;
+		if (x == d)
+			return 0;
+		x = x->next;
+	}
 }
 
 int fw_dir_rename_root(struct fw_dir *d, const char *path)

@@ -215,27 +215,141 @@ static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, i
 	}
 }
 
-/* Count the directories of a subtree the mark limit leaves unwatched. */
-static unsigned int count_dirs(int dirfd, const char *name)
+/* Subdirectory names a listing found, with the inode number it gave. */
+struct namelist {
+	char **v;
+	ino_t *ino;
+	size_t n, cap;
+};
+
+static void namelist_add(struct namelist *l, const char *s, ino_t ino)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned int n = 1;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		l->ino = realloc(l->ino, l->cap * sizeof(*l->ino));
+		if (!l->v || !l->ino) {
+			fw_err("out of memory");
+			exit(1);
+		}
+	}
+	l->ino[l->n] = ino;
+	if (!(l->v[l->n++] = strdup(s))) {
+		fw_err("out of memory");
+		exit(1);
+	}
+}
+
+static void namelist_free(struct namelist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	free(l->ino);
+}
+
+/*
+ * Room for one more frame in a walk's stack of n frames (capacity *cap):
+ * walks keep their levels on the heap, as a tree may be deeper than any
+ * stack.
+ */
+static void *frames_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? 2 * *cap : 16;
+	v = realloc(v, *cap * size);
+	if (!v) {
+		fw_err("out of memory");
+		exit(1);
+	}
+	return v;
+}
+
+#define COUNT_OPEN	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* A directory count_dirs() is in: its subdirectories, the next to enter. */
+struct count_level {
+	struct namelist subs;
+	size_t next;
+};
+
+struct count_walk {
+	struct count_level *lv;
+	size_t n, cap;
+};
+
+/* A level for the directory fd refers to, with its subdirectories (by d_type). */
+static void count_push(struct count_walk *w, int fd)
+{
+	int lfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct count_level *t;
 	struct dirent *de;
 	DIR *dir;
 
-	if (fd < 0)
-		return n;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return n;
+	w->lv = frames_grow(w->lv, w->n, &w->cap, sizeof(*w->lv));
+	t = &w->lv[w->n++];
+	memset(t, 0, sizeof(*t));
+	if (lfd < 0 || !(dir = fdopendir(lfd))) {
+		if (lfd >= 0)
+			close(lfd);
+		return;
 	}
 	while ((de = readdir(dir)))
 		if (de->d_type == DT_DIR && strcmp(de->d_name, ".") &&
 		    strcmp(de->d_name, ".."))
-			n += count_dirs(fd, de->d_name);
+			namelist_add(&t->subs, de->d_name, de->d_ino);
 	closedir(dir);
-	return n;
+}
+
+/* From the directory fd refers to, to its parent: fd is closed. */
+static int count_up(int fd)
+{
+	int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	close(fd);
+	return up;
+}
+
+/*
+ * Count the directories of a subtree the mark limit leaves unwatched.
+ * Depth first on one descriptor, back up by "..", the names still to
+ * visit a level on the heap: any depth, no stack, one fd.  A count for a
+ * message: a rename meanwhile may make it a little off.
+ */
+static unsigned int count_dirs(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, COUNT_OPEN), sub;
+	struct count_walk w = { 0 };
+	unsigned int count = 1;
+
+	if (fd >= 0)
+		count_push(&w, fd);
+	while (w.n) {
+		struct count_level *t = &w.lv[w.n - 1];
+
+		if (t->next < t->subs.n) {
+			count++;
+			sub = openat(fd, t->subs.v[t->next++], COUNT_OPEN);
+			if (sub < 0)
+				continue;
+			close(fd);
+			fd = sub;
+			count_push(&w, fd);	/* may move t */
+		} else {
+			namelist_free(&t->subs);
+			if (--w.n && (fd = count_up(fd)) < 0)
+				break;
+		}
+	}
+	while (w.n)
+		namelist_free(&w.lv[--w.n].subs);
+	free(w.lv);
+	if (fd >= 0)
+		close(fd);
+	return count;
 }
 
 struct fh_buf {
@@ -505,18 +619,32 @@ static bool no_subdirs(struct fw_ctx *c, struct fw_dir *d)
 	return !fstat(fd, &st) && st.st_nlink == 2;
 }
 
-void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
-	      const struct fw_want *want, bool report)
+/*
+ * Watch parent/name as fw_adopt() does; the directory, if it is now to be
+ * listed, else NULL.  The caller lists it: a walk, not a recursion.
+ */
+static struct fw_dir *adopt_one(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+				const struct fw_want *want, bool report)
 {
 	struct fw_dir *d;
 
 	if (!c->o->recursive || fw_excluded(c, parent, name))
-		return;
+		return NULL;
 	d = fw_watch_dir(c, parent, name, want);
 	if (d && (report || c->o->rescan || !no_subdirs(c, d)))
-		fw_scan(c, d, report);
-	else if (!d && errno == ESTALE)
+		return d;
+	if (!d && errno == ESTALE)
 		watch_later(c, parent, name, want, report);
+	return NULL;
+}
+
+void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+	      const struct fw_want *want, bool report)
+{
+	struct fw_dir *d = adopt_one(c, parent, name, want, report);
+
+	if (d)
+		fw_scan(c, d, report);
 }
 
 /* A rename read later fixes the name chain: try the waiting ones again. */
@@ -544,41 +672,6 @@ void fw_retry_pending(struct fw_ctx *c)
 		free(p->want_fh);
 		free(p);
 	}
-}
-
-/* Subdirectory names a listing found, with the inode number it gave. */
-struct namelist {
-	char **v;
-	ino_t *ino;
-	size_t n, cap;
-};
-
-static void namelist_add(struct namelist *l, const char *s, ino_t ino)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		l->ino = realloc(l->ino, l->cap * sizeof(*l->ino));
-		if (!l->v || !l->ino) {
-			fw_err("out of memory");
-			exit(1);
-		}
-	}
-	l->ino[l->n] = ino;
-	if (!(l->v[l->n++] = strdup(s))) {
-		fw_err("out of memory");
-		exit(1);
-	}
-}
-
-static void namelist_free(struct namelist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	free(l->ino);
 }
 
 static bool is_dir_entry(int dfd, const struct dirent *de)
@@ -614,13 +707,44 @@ static int open_listing(struct fw_ctx *c, struct fw_dir *d)
 }
 
 /*
- * Setup's fw_adopt() of up to FW_PREP_BATCH subdirectories of d: their
- * system calls run on two threads (prep.c), then each is entered in the map
- * here and scanned unless st_nlink says it has no subdirectory. A child
- * whose calls failed takes the one-at-a-time path, which says why.
+ * A directory being walked: the subdirectories its listing found, and
+ * those of them already adopted that wait to be listed in turn.  A walk
+ * keeps one frame a level on the heap, so no depth exhausts the stack
+ * (setup recursed adopt_batch -> fw_scan, ~11 KB a level, and died some
+ * 800 levels down).  Its order is the recursion's: a batch is marked,
+ * then each of its directories walked before the next batch is marked.
  */
-static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t n)
+struct walk_frame {
+	struct fw_dir *d;
+	struct namelist subs;
+	size_t next;				/* subs[next] is the first not adopted */
+	struct fw_dir *todo[FW_PREP_BATCH];	/* adopted, to be listed, in order */
+	size_t ntodo, itodo;
+};
+
+struct walk {
+	struct fw_ctx *c;
+	bool report;				/* report what is found, as SCAN */
+	struct walk_frame *f;
+	size_t n, cap;
+};
+
+static void todo_add(struct walk_frame *t, struct fw_dir *d)
 {
+	if (d)
+		t->todo[t->ntodo++] = d;
+}
+
+/*
+ * Setup's adoption of up to FW_PREP_BATCH subdirectories of t->d: their
+ * system calls run on two threads (prep.c), then each is entered in the map
+ * here and left to list unless st_nlink says it has no subdirectory.  A
+ * child whose calls failed takes the one-at-a-time path, which says why.
+ */
+static void adopt_batch(struct fw_ctx *c, struct walk_frame *t, size_t n)
+{
+	struct fw_dir *d = t->d;
+	char **names = t->subs.v + t->next;
 	struct fw_prep v[FW_PREP_BATCH];
 	struct fw_prep_parent par = {
 		.pfd = fw_dir_fd(&c->map, d), .fan = c->fan,
@@ -631,8 +755,8 @@ static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++) {
-		if (par.pfd < 0)
-			fw_adopt(c, d, names[i], NULL, false);	/* says why, or waits */
+		if (par.pfd < 0)	/* says why, or waits */
+			todo_add(t, adopt_one(c, d, names[i], NULL, false));
 		else if (!fw_excluded(c, d, names[i]))
 			v[k++].name = names[i];
 	}
@@ -641,7 +765,7 @@ static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t
 		struct fw_dir *nd;
 
 		if (v[i].err) {
-			fw_adopt(c, d, v[i].name, NULL, false);
+			todo_add(t, adopt_one(c, d, v[i].name, NULL, false));
 			continue;
 		}
 		if (fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh)) {
@@ -657,16 +781,18 @@ static void adopt_batch(struct fw_ctx *c, struct fw_dir *d, char **names, size_t
 		nd->mnt_id = v[i].mnt;
 		nd->simple_fs = v[i].simple_fs;
 		if (!v[i].leaf || c->o->rescan)
-			fw_scan(c, nd, false);
+			todo_add(t, nd);
 	}
 }
 
-void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
+/*
+ * List d: its entries reported as created if report, its subdirectories
+ * (with -r) into subs.  -1 when it cannot be listed (said why).
+ */
+static int list_dir(struct fw_ctx *c, struct fw_dir *d, bool report, struct namelist *subs)
 {
 	int fd = open_listing(c, d);
-	struct namelist subs = { 0 };
 	struct dirent *de;
-	size_t i, batch;
 	DIR *dir;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
@@ -675,7 +801,7 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 				d->path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return;
+		return -1;
 	}
 	if (c->o->rescan && !d->snap)
 		d->snap = fw_snap_new();
@@ -694,24 +820,70 @@ void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
 		if (report)
 			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 		if (isdir && c->o->recursive)
-			namelist_add(&subs, de->d_name, de->d_ino);
+			namelist_add(subs, de->d_name, de->d_ino);
 	}
 	closedir(dir);
-	/*
-	 * Mark first, then scan: what appears in between is seen either way.
-	 * A reported directory is adopted only if the name still leads to
-	 * the one listed, or its contents would be credited to the name.
-	 */
-	for (i = 0; report && i < subs.n; i++) {
-		struct fw_want w = { .ino = subs.ino[i] };
+	return 0;
+}
 
-		fw_adopt(c, d, subs.v[i], &w, true);
+/* List d into a new frame on top of the walk; none if it cannot be. */
+static void walk_push(struct walk *w, struct fw_dir *d)
+{
+	struct walk_frame *t;
+
+	w->f = frames_grow(w->f, w->n, &w->cap, sizeof(*w->f));
+	t = &w->f[w->n];
+	memset(t, 0, sizeof(*t));
+	t->d = d;
+	if (list_dir(w->c, d, w->report, &t->subs))
+		namelist_free(&t->subs);
+	else
+		w->n++;
+}
+
+/*
+ * Adopt the next of t's subdirectories: mark first, then list, so what
+ * appears in between is seen either way.  A reported directory is adopted
+ * only if the name still leads to the one listed, or its contents would
+ * be credited to the name; one at a time, each says why it failed.
+ */
+static void walk_adopt(struct walk *w, struct walk_frame *t)
+{
+	struct fw_ctx *c = w->c;
+	size_t batch, left = t->subs.n - t->next;
+
+	t->ntodo = t->itodo = 0;
+	if (w->report) {
+		struct fw_want want = { .ino = t->subs.ino[t->next] };
+
+		todo_add(t, adopt_one(c, t->d, t->subs.v[t->next], &want, true));
+		t->next++;
+		return;
 	}
 	/* a batch holds its fds beside the cache's: at most as many */
 	batch = c->map.maxfd < FW_PREP_BATCH ? c->map.maxfd : FW_PREP_BATCH;
-	for (i = 0; !report && i < subs.n; i += batch)
-		adopt_batch(c, d, subs.v + i, subs.n - i < batch ? subs.n - i : batch);
-	namelist_free(&subs);
+	if (left > batch)
+		left = batch;
+	adopt_batch(c, t, left);
+	t->next += left;
+}
+
+void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)
+{
+	struct walk w = { .c = c, .report = report };
+
+	walk_push(&w, d);
+	while (w.n) {
+		struct walk_frame *t = &w.f[w.n - 1];
+
+		if (t->itodo < t->ntodo)
+			walk_push(&w, t->todo[t->itodo++]);	/* may move t */
+		else if (t->next < t->subs.n)
+			walk_adopt(&w, t);
+		else
+			namelist_free(&w.f[--w.n].subs);
+	}
+	free(w.f);
 }
 
 static int add_file(struct fw_ctx *c, const char *path)
@@ -791,21 +963,23 @@ static void report_gone(const struct fw_snap_ent *e, void *arg)
 		fw_unwatch_tree(a->c, s);
 }
 
-/* Compare one directory with its snapshot; report and fix what differs. */
-static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
+/*
+ * Compare one directory with its snapshot; report and fix what differs.
+ * New subdirectories go to fresh, adopted once its subtree is done.
+ * False if it cannot be listed: nothing below it is rescanned then.
+ */
+static bool rescan_dir(struct fw_ctx *c, struct fw_dir *d, struct namelist *fresh)
 {
 	int fd = open_listing(c, d);
 	struct sweep_arg arg = { c, d };
-	struct namelist fresh = { 0 };
 	struct fw_dir *ch;
 	struct dirent *de;
 	DIR *dir;
-	size_t i;
 
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return false;
 	}
 	while ((de = readdir(dir))) {
 		struct stat st;
@@ -829,22 +1003,76 @@ static void rescan_dir(struct fw_ctx *c, struct fw_dir *d)
 		case FW_SNAP_NEW:
 			fw_emit1(c, FW_CREATE, d, de->d_name, isdir, true, false);
 			if (isdir && c->o->recursive)
-				namelist_add(&fresh, de->d_name, st.st_ino);
+				namelist_add(fresh, de->d_name, st.st_ino);
 			break;
 		}
 	}
 	closedir(dir);
 	fw_snap_sweep(d->snap, report_gone, &arg);
-	for (ch = d->child; ch; ch = ch->next)
-		if (ch->snap)
-			rescan_dir(c, ch);
-	for (i = 0; i < fresh.n; i++) {
-		struct fw_want w = { .ino = fresh.ino[i] };
+	return true;
+}
 
-		if (!fw_dir_child(d, fresh.v[i]))
-			fw_adopt(c, d, fresh.v[i], &w, true);
+static void adopt_fresh(struct fw_ctx *c, struct fw_dir *d, struct namelist *fresh)
+{
+	size_t i;
+
+	for (i = 0; i < fresh->n; i++) {
+		struct fw_want w = { .ino = fresh->ino[i] };
+
+		if (!fw_dir_child(d, fresh->v[i]))
+			fw_adopt(c, d, fresh->v[i], &w, true);
 	}
-	namelist_free(&fresh);
+	namelist_free(fresh);
+}
+
+/* A directory being rescanned: the next child to visit, what it found new. */
+struct rescan_frame {
+	struct fw_dir *d, *next;
+	struct namelist fresh;
+};
+
+struct rescan_walk {
+	struct rescan_frame *f;
+	size_t n, cap;
+};
+
+static void rescan_push(struct fw_ctx *c, struct rescan_walk *w, struct fw_dir *d)
+{
+	struct rescan_frame *t;
+
+	w->f = frames_grow(w->f, w->n, &w->cap, sizeof(*w->f));
+	t = &w->f[w->n++];
+	memset(t, 0, sizeof(*t));
+	t->d = d;
+	t->next = rescan_dir(c, d, &t->fresh) ? d->child : NULL;
+}
+
+/*
+ * Rescan a tree, each directory before its children, its new
+ * subdirectories adopted after them; a frame a level on the heap, as a
+ * tree may be deeper than any stack.  Rescanning a child changes only its
+ * own subtree, so the sibling to visit next stays.
+ */
+static void rescan_tree(struct fw_ctx *c, struct fw_dir *root)
+{
+	struct rescan_walk w = { 0 };
+
+	rescan_push(c, &w, root);
+	while (w.n) {
+		struct rescan_frame *t = &w.f[w.n - 1];
+		struct fw_dir *ch = t->next;
+
+		while (ch && !ch->snap)
+			ch = ch->next;
+		if (ch) {
+			t->next = ch->next;
+			rescan_push(c, &w, ch);		/* may move t */
+		} else {
+			adopt_fresh(c, t->d, &t->fresh);
+			w.n--;
+		}
+	}
+	free(w.f);
 }
 
 void fw_rescan(struct fw_ctx *c)
@@ -865,6 +1093,6 @@ void fw_rescan(struct fw_ctx *c)
 		}
 	}
 	for (i = 0; i < n; i++)
-		rescan_dir(c, roots[i]);
+		rescan_tree(c, roots[i]);
 	free(roots);
 }

@@ -610,18 +610,25 @@ static void limit_marks_or_die(void)
 		_exit(126);
 }
 
-static void mark_limit(void **state)
+/* Skip unless a user namespace can lower the mark limit, as limit_marks() does. */
+static void need_mark_limit(void)
 {
-	static const char *const args[] = { "-m", "-r", "w", NULL };
 	pid_t pid = fork();
 	int st;
 
-	(void)state;
 	if (!pid)
 		_exit(limit_marks() ? 1 : 0);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
+}
+
+static void mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+
+	(void)state;
+	need_mark_limit();
 	assert_int_equal(mkdir("w/a", 0755) | mkdir("w/a/b", 0755) |
 			 mkdir("w/c", 0755) | mkdir("w/d", 0755) | mkdir("w/d/e", 0755), 0);
 	pre_exec = limit_marks_or_die;
@@ -636,15 +643,9 @@ static void mark_limit(void **state)
 static void mark_limit_mid_scan(void **state)
 {
 	static const char *const args[] = { "-m", "-r", "w", NULL };
-	pid_t pid = fork();
-	int st;
 
 	(void)state;
-	if (!pid)
-		_exit(limit_marks() ? 1 : 0);
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		K513_SKIP("no user namespaces (CONFIG_USER_NS): cannot lower the mark limit privately");
+	need_mark_limit();
 	assert_int_equal(mkdir("out/t", 0755) | mkdir("out/t/a", 0755) | mkdir("out/t/b", 0755) |
 			 mkdir("out/t/c", 0755) | mkdir("out/t/d", 0755), 0);
 	pre_exec = limit_marks_or_die;
@@ -1145,6 +1146,275 @@ static void tree_beyond_nofile(void **state)
 	assert_int_equal(seen, TOPS * LEAVES + WIDE);
 }
 
+/*
+ * Any depth: a chain of DEEP directories w/d/d/..., its path (2 bytes a
+ * level) far beyond PATH_MAX, made and removed through descriptors.  Setup
+ * once recursed a level at a time (adopt_batch -> fw_scan, ~11 KB of
+ * stack each) and died of SIGSEGV some 800 levels down; the same under a
+ * 128 KB stack (ulimit -s 128, half what the issue asked) shows that no
+ * walk's stack use grows with depth: a recursion of 26 bytes a level
+ * would overrun it.  Paths are printed whole, also beyond PATH_MAX
+ * (fanwatch(1), LIMITS).
+ */
+#define DEEP 5000
+
+#define CHAIN_OPEN	(O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+
+/* The bottom of the chain whose top is dfd/top, and its depth. */
+static int chain_bottom(int dfd, const char *top, int *depth)
+{
+	int fd = openat(dfd, top, CHAIN_OPEN), n;
+
+	for (*depth = fd >= 0; fd >= 0 && (n = openat(fd, "d", CHAIN_OPEN)) >= 0; ++*depth) {
+		close(fd);
+		fd = n;
+	}
+	return fd;
+}
+
+/*
+ * The chain is made once and parked beside w between the tests (as
+ * "chain"), moved in as w/d for each: making and removing it took
+ * seconds a test on a loaded host.  Returns its bottom's fd.
+ */
+static int make_chain(void)
+{
+	int fd, n, i;
+
+	if (access("chain", F_OK)) {
+		fd = open(".", CHAIN_OPEN);
+		for (i = 0; i < DEEP; i++) {
+			assert_true(fd >= 0);
+			assert_int_equal(mkdirat(fd, i ? "d" : "chain", 0755), 0);
+			n = openat(fd, i ? "d" : "chain", CHAIN_OPEN);
+			close(fd);
+			fd = n;
+		}
+		close(fd);
+	}
+	assert_int_equal(rename("chain", "w/d"), 0);
+	fd = chain_bottom(AT_FDCWD, "w/d", &i);
+	assert_int_equal(i, DEEP);
+	return fd;
+}
+
+/* Teardown: what the test made at the bottom removed, the chain parked. */
+static int park_chain(void **state)
+{
+	int fd, depth;
+
+	(void)state;
+	pre_exec = NULL;
+	if (P.pid > 0 && !waitpid(P.pid, NULL, WNOHANG)) {	/* a failed test's */
+		kill(P.pid, SIGKILL);
+		waitpid(P.pid, NULL, 0);
+	}
+	rename("w/x", "w/d");	/* where a failed test left it */
+	rename("out/x", "w/d");
+	fd = chain_bottom(AT_FDCWD, "w/d", &depth);
+	if (fd >= 0) {
+		unlinkat(fd, "f", 0);
+		unlinkat(fd, "g", 0);
+		unlinkat(fd, "h", 0);
+		unlinkat(fd, "new", 0);
+		unlinkat(fd, "e/f", 0);
+		unlinkat(fd, "e", AT_REMOVEDIR);
+		close(fd);
+	}
+	return depth == DEEP && !rename("w/d", "chain") ? 0 : -1;
+}
+
+/* After the tests, bottom up: nftw cannot, the paths are too long. */
+static void remove_chain(void)
+{
+	int depth, fd = chain_bottom(AT_FDCWD, "chain", &depth), n;
+
+	for (; fd >= 0 && depth > 1; depth--) {
+		n = openat(fd, "..", CHAIN_OPEN);
+		close(fd);
+		fd = n;
+		if (fd >= 0 && unlinkat(fd, "d", AT_REMOVEDIR))
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	rmdir("chain");
+}
+
+/* P did not say it is watching: fail with the signal that ended it, if one did. */
+static void fail_not_ready(void)
+{
+	int st;
+
+	kill(P.pid, SIGKILL);	/* nothing, if it is dead already */
+	waitpid(P.pid, &st, 0);
+	drain_err(0);
+	close(P.out);
+	close(P.err);
+	if (WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL)
+		fail_msg("fanwatch died of signal %d (%s) during setup: %s",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)), P.ebuf);
+	fail_msg("fanwatch did not get ready in %d ms: %s", LINE_TIMEOUT_MS, P.ebuf);
+}
+
+/* The chain's path with suffix, its top renamed to top: "w/TOP/d/.../d/". */
+static char *deep_line(const char *top, const char *suffix)
+{
+	size_t len = 2 + strlen(top) + 1 + 2 * (DEEP - 1);
+	char *s = malloc(len + strlen(suffix) + 1), *p;
+	int i;
+
+	assert_non_null(s);
+	p = s + sprintf(s, "w/%s/", top);
+	for (i = 1; i < DEEP; i++, p += 2)
+		memcpy(p, "d/", 2);
+	strcpy(p, suffix);
+	return s;
+}
+
+static void expect_deep(const char *top, const char *suffix)
+{
+	char *want = deep_line(top, suffix);
+
+	EXPECT(want);
+	free(want);
+}
+
+static void create_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void deep_chain_run(void (*limit)(void))
+{
+	static const char *const args[] = { "-m", "-r", "-e", "create", "-e", "move", "w", NULL };
+	static const char *const tmo[] = { "-r", "-t", "1", "w", NULL };
+	int fd = make_chain();
+
+	pre_exec = limit;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	create_at(fd, "f");
+	expect_deep("d", " CREATE f");
+	/*
+	 * New directories at the top take the descriptor cache (4 with the
+	 * tiny one): the one made at the bottom is then marked through its
+	 * parent's descriptor, opened again from the root, DEEP levels.
+	 */
+	assert_int_equal(mkdir("w/t0", 0755) | mkdir("w/t1", 0755) |
+			 mkdir("w/t2", 0755) | mkdir("w/t3", 0755), 0);
+	EXPECT("w/ CREATE,ISDIR t0", "w/ CREATE,ISDIR t1", "w/ CREATE,ISDIR t2",
+	       "w/ CREATE,ISDIR t3");
+	assert_int_equal(mkdirat(fd, "e", 0755), 0);
+	expect_deep("d", " CREATE,ISDIR e");
+	create_at(fd, "e/f");
+	expect_deep("d", "e/ CREATE f");
+	/* Renamed, the chain is relabeled; moved out, unwatched: both a walk of DEEP levels. */
+	assert_int_equal(rename("w/d", "w/x"), 0);
+	expect_rename("w/", "d", "w/", "x", true);
+	create_at(fd, "g");
+	expect_deep("x", " CREATE g");
+	assert_int_equal(rename("w/x", "out/x"), 0);
+	EXPECT("w/ MOVED_FROM,ISDIR x");
+	create_at(fd, "h");
+	write_file("w/done", "");
+	EXPECT("w/ CREATE done");
+	close(fd);
+	/* the default action, as inotifywait: not a crash on the way out */
+	assert_int_equal(finish(), 128 + SIGTERM);
+	assert_int_equal(rename("out/x", "w/d"), 0);
+	assert_int_equal(run(tmo, NULL), 2);
+	pre_exec = NULL;
+}
+
+static void deep_chain(void **state)
+{
+	(void)state;
+	deep_chain_run(NULL);
+}
+
+/* ulimit -s 128, and a 4-descriptor cache: the bottom is reopened from the top */
+static void small_stack(void)
+{
+	struct rlimit r;
+
+	getrlimit(RLIMIT_STACK, &r);
+	r.rlim_cur = 128 * 1024;
+	setrlimit(RLIMIT_STACK, &r);
+	setenv("FANWATCH_FD_CACHE", "4", 1);
+}
+
+static void deep_chain_small_stack(void **state)
+{
+	(void)state;
+	deep_chain_run(small_stack);
+}
+
+static int bottom_fd = -1;
+
+static void create_at_bottom(void)
+{
+	create_at(bottom_fd, "new");	/* lost with the overflow */
+}
+
+/* A rescan after an overflow walks the chain too, under the small stack. */
+static void deep_chain_rescan(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "--rescan-on-overflow", "-e", "create",
+					    "w", NULL };
+	long max = queue_limit();
+	bool seen = false;
+	char *want, *l;
+
+	(void)state;
+	if (max > 100000)
+		K513_SKIP("fs.fanotify.max_queued_events is %ld: too large to overflow here", max);
+	bottom_fd = make_chain();
+	want = deep_line("d", " CREATE,SCAN new");
+	pre_exec = small_stack;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	flood(max, create_at_bottom);
+	close(bottom_fd);
+	while (!seen && (l = next_line(LINE_TIMEOUT_MS))) {
+		seen = !strcmp(l, want);
+		free(l);
+	}
+	free(want);
+	if (!seen)
+		fail_msg("no rescan event from the bottom of the chain (stderr: %s)", P.ebuf);
+	assert_int_equal(finish(), 128 + SIGTERM);
+	pre_exec = NULL;
+}
+
+static void limit_marks_small_stack(void)
+{
+	limit_marks_or_die();
+	small_stack();
+}
+
+/* The mark limit three levels down: the rest of the chain is counted, as deep. */
+static void deep_chain_mark_limit(void **state)
+{
+	static const char *const args[] = { "-m", "-r", "w", NULL };
+
+	(void)state;
+	need_mark_limit();
+	close(make_chain());
+	pre_exec = limit_marks_small_stack;
+	spawn(args, false);
+	if (!wait_err("Watches established.", LINE_TIMEOUT_MS))
+		fail_not_ready();
+	pre_exec = NULL;
+	assert_non_null(strstr(P.ebuf, "user.max_fanotify_marks = 3): 4998 directories left unwatched"));
+	assert_int_equal(finish(), 128 + SIGTERM);
+}
+
 /* A directory that can be listed but not searched: say what it needs. */
 static void listable_not_searchable(void **state)
 {
@@ -1227,13 +1497,25 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup(listable_not_searchable, fresh),
 		cmocka_unit_test_setup(tree_beyond_nofile, fresh),
 	};
+	/*
+	 * Depth: fanwatch's own stack and heap at 5 000 levels, the same code
+	 * on every kernel (meson test fanwatch-deep, host only).
+	 */
+	const struct CMUnitTest deep[] = {
+		cmocka_unit_test_setup_teardown(deep_chain, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_small_stack, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_rescan, fresh, park_chain),
+		cmocka_unit_test_setup_teardown(deep_chain_mark_limit, fresh, park_chain),
+	};
 	char dir[] = "/tmp/fanwatch-test.XXXXXX";
+	bool want_deep;
 	int ret;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s /path/to/fanwatch\n", argv[0]);
+	if (argc < 2 || (argc > 2 && strcmp(argv[2], "deep"))) {
+		fprintf(stderr, "usage: %s /path/to/fanwatch [deep]\n", argv[0]);
 		return 1;
 	}
+	want_deep = argc > 2;
 	/* Resolved before become_nobody() changes directory. */
 	fanwatch = realpath(argv[1], NULL);
 	if (!fanwatch) {
@@ -1244,7 +1526,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (become_nobody(dir))
 		return 1;
-	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	if (want_deep)
+		ret = cmocka_run_group_tests_name("deep", deep, NULL, NULL);
+	else
+		ret = cmocka_run_group_tests(tests, NULL, NULL);
+	remove_chain();
 	fresh(NULL);
 	rm_rf("w");
 	rm_rf("out");

@@ -180,6 +180,30 @@ git_checkout() {
 	done
 }
 
+# A chain deeper than PATH_MAX: 900 levels watched from the start, then
+# populated chains moved in below it (built outside and joined by mv: no
+# path given to a system call may exceed PATH_MAX), the whole renamed and
+# a part removed.  Setup, adoption, relabeling and removal were a stack
+# frame (~11 KB in setup) a level.
+D900=$(i=0; while [ $i -lt 900 ]; do printf d/; i=$((i + 1)); done)
+# chain DIR N: DIR/d/.../d, N levels, a file at every 100th and the last
+chain() {
+	c=$1 i=0
+	while [ $i -lt $2 ]; do
+		c=$c/d i=$((i + 1))
+		if [ $((i % 100)) = 0 ]; then
+			mkdir -p "$c" && : > "$c/f$i" || return 1
+		fi
+	done
+	mkdir -p "$c" && : > "$c/end"
+}
+make_deep() { chain w/a 900; }
+deep_chain() {
+	mkdir o && chain o/b 900 && chain o/c 900 && chain o/c2 900 &&
+	mv o/c2 "o/c/$D900" && mv o/c "w/a/$D900" && mv o/b "w/a/$D900" &&
+	mv w/a w/z && rm -rf "w/z/${D900}b/d"
+}
+
 for mode in running stopped stopped-unpaired; do
 	run_case tmp-unique $mode nothing tmp_unique
 	run_case tmp-reused $mode nothing tmp_reused
@@ -190,6 +214,7 @@ for mode in running stopped stopped-unpaired; do
 		echo "rsync-delete $mode: SKIP: no rsync"
 	fi
 	run_case cp-al-find-delete $mode make_linked cp_al_delete
+	run_case deep-chain $mode make_deep deep_chain
 	if command -v git > /dev/null; then
 		run_case git-checkout $mode make_repo git_checkout
 	else
