@@ -42,6 +42,8 @@ grep -q 'a fresh machine 50 s of installs' "$tmp/out"
 ok "no install in this run: the budget's fresh-installs" $?
 grep -q 'projected cold total: 670 s' "$tmp/out" && [ "$rc" -eq 0 ]
 ok "under the budget: 200 + 420 + 50 s, exit 0" $?
+grep -q 'other processes took 33% of the machine: a lower bound' "$tmp/out"
+ok "a busy machine is said: the projection is a lower bound" $?
 
 printf '30 gcc\n5 qemu-system-x86\n' >"$tmp/apt"
 printf 'kernel:x 900\n' >"$tmp/ledger"
