@@ -263,52 +263,144 @@ static int move_to_sigbus(struct uffdm *u, void *addr, size_t len, size_t page)
 	return ret;
 }
 
+/* Beside UFFDM_PM_*: a touch would wait; failed already (poisoned). */
+#define PG_WAIT		4u
+#define PG_DONE		8u
+
+static bool to_fence(uint8_t st)
+{
+	return (st & (PG_WAIT | PG_DONE)) == PG_WAIT;
+}
+
+static bool hole(uint8_t st)
+{
+	return (st & (PG_WAIT | UFFDM_PM_MAPPED)) == PG_WAIT;
+}
+
 /*
- * Whether a touch of the page at p would wait for a server: not mapped, or
+ * Whether a touch of each page would wait for a server: not mapped, or
  * mapped uffd-wp write-protected (a write would).  A page mapped writable
  * works without one and is kept.  With WP_ASYNC on u no write waits: the
  * protection is a tracker's (pagemap-scan), the page was served, and
- * failing it would lose its bytes.
+ * failing it would lose its bytes.  Unreadable pagemap: every page waits
+ * (failing a page that worked beats leaving a thread asleep).
  */
-static bool waits(const struct uffdm *u, int pm, char *p, bool *mapped)
+static uint8_t *page_states(const struct uffdm *u, char *addr, size_t n, size_t page)
 {
-	bool wp;
+	uint8_t *st = malloc(n);
+	int pm = uffdm__pagemap_open();
 
-	*mapped = uffdm__page_mapped(pm, p, &wp);
-	return !*mapped || (wp && !(u->features & UFFD_FEATURE_WP_ASYNC));
+	if (st) {
+		uffdm__pages_mapped(pm, addr, n, page, st);
+		for (size_t i = 0; i < n; i++)
+			if (!(st[i] & UFFDM_PM_MAPPED) ||
+			    ((st[i] & UFFDM_PM_WP) && !(u->features & UFFD_FEATURE_WP_ASYNC)))
+				st[i] |= PG_WAIT;
+	}
+	if (pm >= 0)
+		close(pm);
+	return st;
+}
+
+/* One POISON a run of holes; a page mapped meanwhile (EEXIST) is left to a fence. */
+static int poison_runs(struct uffdm *u, char *addr, size_t n, size_t page, uint8_t *st)
+{
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && hole(st[j]) == hole(st[i]); j++)
+			;
+		for (size_t k = i; hole(st[i]) && k < j;) {
+			ssize_t done = uffdm_poison(u, addr + k * page, (j - k) * page, UFFDM_DONTWAKE);
+
+			if (done == -EEXIST) {
+				k++;
+				continue;
+			}
+			if (done <= 0)
+				return done ? (int)done : -EIO;
+			for (size_t m = 0; m < (size_t)done / page; m++)
+				st[k + m] |= PG_DONE;
+			k += (size_t)done / page;
+		}
+	}
+	return 0;
+}
+
+/* [first, last] of the pages to fence in one view of the region's file, the others kept. */
+static int fail_in_view(char *addr, size_t page, const uint8_t *st, size_t first, size_t last)
+{
+	size_t n = last + 1 - first;
+	uint8_t *served = malloc(n);
+	off_t off;
+	int fd = uffdm__region_file_at(addr + first * page, n * page, &off), ret = fd;
+
+	if (fd >= 0 && served) {
+		for (size_t i = 0; i < n; i++)
+			served[i] = !(st[first + i] & PG_WAIT);
+		ret = uffdm__fail_view(fd, off, addr + first * page, n * page, page, served);
+	} else if (fd >= 0) {
+		ret = -ENOMEM;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(served);
+	return ret;
+}
+
+/*
+ * The pages to fence: one run takes one fence (fence.c).  Several, with
+ * served pages between, take one view of a region's file over them all
+ * (failview.c), not a mapping each.  Not with WP_ASYNC: the new view is
+ * not the tracker's, so writes there would go unseen; nor over a mapping
+ * no region made here (no file to view): a fence a run then.
+ */
+static int fence_pages(struct uffdm *u, char *addr, size_t n, size_t page, const uint8_t *st)
+{
+	size_t first = n, last = 0, runs = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (to_fence(st[i])) {
+			runs += first == n || !to_fence(st[i - 1]);
+			first = first == n ? i : first;
+			last = i;
+		}
+	if (!runs)
+		return 0;
+	if (runs > 1 && !(u->features & UFFD_FEATURE_WP_ASYNC) &&
+	    !fail_in_view(addr, page, st, first, last))
+		return 0;
+	for (size_t i = first, j; !ret && i <= last; i = j) {
+		for (j = i + 1; j <= last && to_fence(st[j]) == to_fence(st[i]); j++)
+			;
+		if (to_fence(st[i]))
+			ret = uffdm__fence(u, addr + i * page, (j - i) * page);
+	}
+	return ret;
 }
 
 /*
  * In this process: what a touch would wait for fails, by POISON where the
- * page is not mapped (unless told not to), else by a fence (fence.c),
- * runs of pages in one mapping.  No window: no page is ever unregistered.
+ * page is not mapped (unless told not to; a run in one call), else in one
+ * mapping (fence_pages()).  No window: no page is ever unregistered.
  */
 static int fail_local(struct uffdm *u, char *addr, size_t len, size_t page, bool poison)
 {
-	int pm = uffdm__pagemap_open(), ret = uffdm__fence_prepare(u);
-	char *run = NULL, *end = addr + len;
+	size_t n = len / page;
+	uint8_t *st;
+	int ret = uffdm__fence_prepare(u);
 
 	if (!ret && !uffdm__fence_usable(u))
 		ret = -EOPNOTSUPP;
-	for (char *p = addr; !ret && p <= end; p += page) {
-		bool mapped, fence = p < end && waits(u, pm, p, &mapped);
-
-		if (fence && !mapped && poison) {
-			ssize_t done = uffdm_poison(u, p, page, UFFDM_DONTWAKE);
-
-			fence = done == -EEXIST;	/* mapped meanwhile */
-			if (done < 0 && !fence)
-				ret = (int)done;
-		}
-		if (fence && !run)
-			run = p;
-		if (!fence && run) {
-			ret = uffdm__fence(u, run, (size_t)(p - run));
-			run = NULL;
-		}
-	}
-	if (pm >= 0)
-		close(pm);
+	if (ret || !n)
+		return ret;
+	st = page_states(u, addr, n, page);
+	if (!st)
+		return -ENOMEM;
+	if (poison)
+		ret = poison_runs(u, addr, n, page, st);
+	if (!ret)
+		ret = fence_pages(u, addr, n, page, st);
+	free(st);
 	return ret;
 }
 

@@ -142,3 +142,29 @@ bool uffdm__page_mapped(int pm, const void *addr, bool *wp)
 	*wp = ent >> 57 & 1;
 	return ent >> 63 & 1;
 }
+
+/*
+ * pagemap's word for each small page is 8 bytes: for small pages one read
+ * covers many; a huge page's state is its first small page's.
+ */
+#define PM_CHUNK	4096
+
+void uffdm__pages_mapped(int pm, const char *addr, size_t n, size_t page, uint8_t *st)
+{
+	size_t small = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t ent[PM_CHUNK];
+
+	for (size_t i = 0; i < n;) {
+		size_t k = page == small ? (n - i < PM_CHUNK ? n - i : PM_CHUNK) : 1;
+		off_t at = (off_t)((uintptr_t)(addr + i * page) / small * sizeof(ent[0]));
+		ssize_t got = pm < 0 ? -1 : pread(pm, ent, k * sizeof(ent[0]), at);
+
+		for (size_t j = 0; j < k; j++) {
+			uint64_t e = got >= (ssize_t)((j + 1) * sizeof(ent[0])) ? ent[j] : 0;
+
+			st[i + j] = (e >> 63 & 1 ? UFFDM_PM_MAPPED : 0) |
+				    (e >> 57 & 1 ? UFFDM_PM_WP : 0);
+		}
+		i += k;
+	}
+}

@@ -90,6 +90,9 @@ struct uffdm_region {
 	/* in the shared states, after the words: what servers did, for a watchdog */
 	struct uffdm_state_tail *tail;
 	bool rewake;		/* taken over: wake the dead server's waiters when served */
+	/* failview.c: on the list of regions whose view this process mapped */
+	struct uffdm_region *next_local;
+	bool listed;
 };
 
 /* region.c: page state words */
@@ -124,6 +127,15 @@ int uffdm__api(int fd, uint64_t features, struct uffdio_api *api);
 
 /* region.c */
 void uffdm__region_free(struct uffdm_region *r);
+/* failview.c: the regions whose view this process mapped (uffdm_region_create()) */
+void uffdm__local_add(struct uffdm_region *r);
+void uffdm__local_remove(struct uffdm_region *r);
+/*
+ * failview.c: the file a region made here maps at [addr, addr+len) (its
+ * view): a duplicate of its descriptor, *off its offset there; -ENOENT
+ * when no region's view holds the whole range.
+ */
+int uffdm__region_file_at(const void *addr, size_t len, off_t *off);
 
 /* adopt.c: u's own failure-path descriptor (opened on first use unless adopted) */
 int uffdm__sigbus(struct uffdm *u, struct uffdm **out);
@@ -148,6 +160,10 @@ long uffdm__vma_page_size(const void *addr);
 /* /proc/self/pagemap, or a negated errno; then whether a page is mapped (and uffd-wp). */
 int uffdm__pagemap_open(void);
 bool uffdm__page_mapped(int pm, const void *addr, bool *wp);
+/* What pagemap says of n pages from addr, UFFDM_PM_* bits, in a few reads. */
+#define UFFDM_PM_MAPPED		1u
+#define UFFDM_PM_WP		2u
+void uffdm__pages_mapped(int pm, const char *addr, size_t n, size_t page, uint8_t *st);
 
 /*
  * owner.c: in the process whose memory it is, the fences its servers in
@@ -167,6 +183,14 @@ bool uffdm__owner_post(struct uffdm_region *r, uint64_t addr);
 
 /* range.c */
 int uffdm__check_range(const void *addr, size_t len);
+
+/*
+ * failview.c: failing a range in one mapping.  The range becomes a fresh
+ * view of fd at off, registered on a process-wide SIGBUS descriptor, with
+ * the pages served[i] != 0 mapped again: one mapping, whatever the count.
+ */
+int uffdm__fail_view(int fd, off_t off, char *addr, size_t len, size_t page,
+		     const uint8_t *served);
 
 #define UFFDM_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -105,42 +105,6 @@ int uffdm_region_register(struct uffdm *u, struct uffdm_region *r, unsigned int 
 }
 
 /*
- * Pages failed through a SIGBUS descriptor (another process's view
- * without POISON) are registered there, and since 6.x UNREGISTER refuses
- * a range spanning two contexts (EINVAL): page by page, each on whichever
- * of u, the region's and u's SIGBUS descriptors holds it.
- */
-static int unregister_pages(struct uffdm *u, struct uffdm_region *r)
-{
-	struct uffdm *other[] = { r->sigbus, u->sigbus };
-	int ret = 0;
-
-	for (size_t o = 0; o < r->size; o += r->page) {
-		void *p = (void *)(r->uaddr + o);
-		int one = uffdm_range_unregister(u, p, r->page);
-
-		for (size_t i = 0; one && i < UFFDM_ARRAY_SIZE(other); i++)
-			if (other[i])
-				one = uffdm_range_unregister(other[i], p, r->page);
-		if (!ret)
-			ret = one;
-	}
-	return ret;
-}
-
-int uffdm_region_unregister(struct uffdm *u, struct uffdm_region *r)
-{
-	int ret;
-
-	if (!u || !r)
-		return -EINVAL;
-	ret = uffdm_range_unregister(u, (void *)r->uaddr, r->size);
-	if (ret == -EINVAL && (r->sigbus || u->sigbus))
-		ret = unregister_pages(u, r);
-	return ret;
-}
-
-/*
  * The kernel puts bytes done, or a negated errno, in an out field, and on
  * partial progress still fails the ioctl with EAGAIN: bytes done win.
  */

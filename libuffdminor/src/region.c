@@ -138,6 +138,7 @@ void uffdm__region_fini_state(struct uffdm_region *r)
 
 void uffdm__region_free(struct uffdm_region *r)
 {
+	uffdm__local_remove(r);
 	uffdm__region_fini_state(r);
 	if (r->view && r->view != MAP_FAILED)
 		munmap(r->view, r->size);
@@ -194,6 +195,7 @@ int uffdm_region_create(struct uffdm_region **out, enum uffdm_backing backing, s
 		uffdm__region_free(r);
 		return ret;
 	}
+	uffdm__local_add(r);
 	*out = r;
 	return 0;
 fail:
