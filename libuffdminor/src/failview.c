@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -129,10 +130,19 @@ static struct uffdm *fail_ctx_get(int *err)
 	return __atomic_load_n(&fail_ctx, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Another thread's mremap of a failed view makes CONTINUE on s answer
+ * EAGAIN until the reader has read its event: a moment.  Past this many
+ * tries the caller falls back to fences.
+ */
+#define EAGAIN_TRIES	10000
+
 /* Map the served runs of view v (registered on s) from the page cache. */
 static int continue_served(struct uffdm *s, char *v, size_t n, size_t page,
 			   const uint8_t *served)
 {
+	unsigned int tries = 0;
+
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && served[j] == served[i]; j++)
 			;
@@ -140,6 +150,10 @@ static int continue_served(struct uffdm *s, char *v, size_t n, size_t page,
 			ssize_t m = uffdm_continue(s, v + i * page + done, (j - i) * page - done,
 						   UFFDM_DONTWAKE);
 
+			if (m == -EAGAIN && tries++ < EAGAIN_TRIES) {
+				sched_yield();
+				continue;
+			}
 			if (m <= 0)
 				return m ? (int)m : -EIO;
 			done += (size_t)m;

@@ -132,9 +132,11 @@ static int scale_run(void *arg)
 	if (probe < 0 || uffdm_region_create(&r, sc->mc->backing, len))
 		return 3;
 	view = uffdm_region_view(r);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (serve_evens(view, pages, page) || uffdm_open(&u, 0, sc->features) ||
 	    uffdm_region_register(u, r, UFFDM_REGISTER_MISSING, NULL))
 		return 3;
+	fprintf(stderr, "# setup (serving every other page) %.1f ms\n", ms_since(&t0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = uffdm_range_fail(u, view, len, page, sc->fail_flags);
 	fprintf(stderr, "# %zu pages failed, %zu served: uffdm_range_fail %d in %.1f ms\n",
@@ -145,6 +147,7 @@ static int scale_run(void *arg)
 	fprintf(stderr, "# %u mappings over the region\n", vmas);
 	if (vmas > MAX_VMAS)
 		return 5;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0; pass < 2; pass++)
 		if (!odd_pages_fail(view, pages, page, probe))
 			return 6;
@@ -153,6 +156,7 @@ static int scale_run(void *arg)
 			fprintf(stderr, "served page %zu lost its bytes\n", i);
 			return 7;
 		}
+	fprintf(stderr, "# checks (two touches, served bytes) %.1f ms\n", ms_since(&t0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = uffdm_region_unregister(u, r);
 	uffdm_region_destroy(r);
