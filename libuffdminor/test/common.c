@@ -629,3 +629,25 @@ void sigbus_jump(int sig)
 		siglongjmp(*sigbus_jmp, 1);
 	_exit(40);
 }
+
+int read_sigbus_jump(const volatile char *p)
+{
+	sigjmp_buf jb;
+	int got = 1;
+
+	if (!sigsetjmp(jb, 1)) {
+		sigbus_jmp = &jb;
+		(void)*p;
+		got = 0;
+	}
+	sigbus_jmp = NULL;
+	return got;
+}
+
+void catch_sigbus(void)
+{
+	struct sigaction sa = { .sa_handler = sigbus_jump, .sa_flags = SA_NODEFER };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}

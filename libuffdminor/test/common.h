@@ -94,6 +94,10 @@ int join_reader_within(struct page_reader *t, unsigned int seconds);
  */
 extern __thread sigjmp_buf *sigbus_jmp;
 void sigbus_jump(int sig);
+/* sigbus_jump() as the process's SIGBUS handler (SA_NODEFER). */
+void catch_sigbus(void);
+/* With it: 1 when reading p raised SIGBUS, 0 when it read. */
+int read_sigbus_jump(const volatile char *p);
 
 /* Run fn in a forked child under an alarm() watchdog; its exit status or signal. */
 struct child_result {

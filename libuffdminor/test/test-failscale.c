@@ -17,8 +17,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -38,26 +36,6 @@ struct scale {
 	unsigned int fail_flags;
 	uint64_t features;
 };
-
-static sigjmp_buf env;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(env, 1);
-}
-
-/* 1 when reading p raised SIGBUS, 0 when it read. */
-static int user_sigbus(volatile char *p)
-{
-	int got = 1;
-
-	if (!sigsetjmp(env, 1)) {
-		(void)*p;
-		got = 0;
-	}
-	return got;
-}
 
 /* A kernel copy from p: EFAULT where a user touch would get SIGBUS. */
 static int kernel_efault(int fd, const char *p)
@@ -103,7 +81,9 @@ static int serve_evens(char *view, size_t pages, size_t page)
 static int odd_pages_fail(char *view, size_t pages, size_t page, int probe)
 {
 	for (size_t i = 1; i < pages; i += 2) {
-		if ((i / 2 % TOUCH_STRIDE == 0 || i == pages - 1) && !user_sigbus(view + i * page)) {
+		bool sample = i / 2 % TOUCH_STRIDE == 0 || i == pages - 1;
+
+		if (sample && !read_sigbus_jump(view + i * page)) {
 			fprintf(stderr, "page %zu read without SIGBUS\n", i);
 			return 0;
 		}
@@ -118,7 +98,6 @@ static int odd_pages_fail(char *view, size_t pages, size_t page, int probe)
 static int scale_run(void *arg)
 {
 	const struct scale *sc = arg;
-	struct sigaction sa = { .sa_handler = on_sigbus, .sa_flags = SA_NODEFER };
 	size_t page = case_page_size(sc->mc), pages = 2 * sc->pairs, len = pages * page;
 	int probe = memfd_create("uffdm-probe", MFD_CLOEXEC), ret;
 	struct uffdm_region *r;
@@ -127,8 +106,7 @@ static int scale_run(void *arg)
 	struct uffdm *u;
 	char *view;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, NULL);
+	catch_sigbus();
 	if (probe < 0 || uffdm_region_create(&r, sc->mc->backing, len))
 		return 3;
 	view = uffdm_region_view(r);
