@@ -174,7 +174,14 @@ int uffdm__fail_view(int fd, off_t off, char *addr, size_t len, size_t page,
 	v = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
 	if (v == MAP_FAILED)
 		return -errno;
-	ret = uffdm_range_register(s, v, len, UFFDM_REGISTER_MISSING, NULL);
+	/*
+	 * Not in a child of fork(2): without EVENT_FORK (which needs
+	 * CAP_SYS_PTRACE) its copy would lose the registration and read the
+	 * page cache; absent there, a touch is SIGSEGV, never a silent zero.
+	 */
+	ret = madvise(v, len, MADV_DONTFORK) ? -errno : 0;
+	if (!ret)
+		ret = uffdm_range_register(s, v, len, UFFDM_REGISTER_MISSING, NULL);
 	if (!ret)
 		ret = continue_served(s, v, len / page, page, served);
 	if (ret) {
