@@ -251,7 +251,7 @@ static void test_refusal_rate(void **state)
 
 		assert_true(fd >= 0);
 		assert_int_equal(lm_conn_init(&c, fd, "main", NULL, 5000), 0);
-		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, session, NULL, &h, NULL),
+		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, 0, session, NULL, &h, NULL),
 				 -EACCES);
 		lm_conn_close(&c);
 	}
