@@ -534,10 +534,13 @@ int lm_main(int argc, char **argv)
 		return lm_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
 	}
 	if (!strcmp(cmd, "dest")) {
+		/* listening first: a failed start prints no secret */
+		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
+		if (lfd < 0)
+			return LM_EXIT_USAGE;
 		if (!o.have_key)
 			print_new_key(&o);
-		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
-		return lfd < 0 ? LM_EXIT_USAGE : lm_dest(&o, lfd);
+		return lm_dest(&o, lfd);
 	}
 	return die_usage("unknown subcommand '%s'", cmd);
 }
