@@ -3,11 +3,14 @@
  * Who may talk to a destination: a peer that proves it holds the shared key.
  * Every connection opens with the destination's CHALLENGE (a fresh nonce);
  * the source answers with AUTH, a MAC (libsodium's crypto_auth,
- * HMAC-SHA-512-256) over that nonce, its own nonce, the connection's kind and
- * its session; the destination checks it in constant time before it reads
- * anything else, and proves the key back with AUTH_OK, so a source never
- * sends memory to a stranger either.  Nothing here hides the pages: for
- * confidentiality run lm through a tunnel (README: ssh -L).
+ * HMAC-SHA-512-256) over that nonce, its own nonce, the connection's kind,
+ * its flags and its session; the destination checks it in constant time
+ * before it reads anything else, and proves the key back with AUTH_OK.  Only
+ * then does the source say anything of substance: its HELLO is the first
+ * sealed frame (encrypted and authenticated under a key of this connection:
+ * proto.c), and the destination's answer -- ADMIT, or why not -- the first
+ * sealed frame back.  So a source never tells a stranger what it migrates,
+ * and nothing a stranger says after AUTH can pass for the destination's word.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,73 +92,57 @@ int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN])
 /*
  * The handshake's MAC, keyed with the shared key: a label naming the
  * direction, then everything both ends must agree on -- the CHALLENGE
- * whole (its version and its verify flag too), the connection's kind, the
- * session, the source's nonce and the HELLO whole -- so the network can
- * change none of it, nor turn --verify off.
+ * whole (its version, its verify and plaintext flags too), the connection's
+ * kind and flags, the session and the source's nonce -- so the network can
+ * change none of it, nor turn --verify or encryption off.
  */
-static void hs_mac_more(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
-			const struct lm_challenge *ch, const struct lm_auth *a,
-			const struct lm_hello *hello, const void *more, size_t more_len)
+static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
+		   const struct lm_challenge *ch, const struct lm_auth *a)
 {
 	crypto_auth_hmacsha512256_state st;
-	uint8_t kind[4] = { (uint8_t)a->kind };
 
 	crypto_auth_hmacsha512256_init(&st, key, LM_KEYLEN);
 	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
 	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)ch, sizeof(*ch));
-	crypto_auth_hmacsha512256_update(&st, kind, sizeof(kind));
-	crypto_auth_hmacsha512256_update(&st, a->session, LM_SESSION);
-	crypto_auth_hmacsha512256_update(&st, a->nonce, LM_NONCE);
-	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)hello, sizeof(*hello));
-	crypto_auth_hmacsha512256_update(&st, more, more_len);
+	/* kind, flags, session, nonce: AUTH but its MAC */
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)a, offsetof(struct lm_auth, mac));
 	crypto_auth_hmacsha512256_final(&st, out);
 }
 
-static void hs_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const char *label,
-		   const struct lm_challenge *ch, const struct lm_auth *a,
-		   const struct lm_hello *hello)
-{
-	hs_mac_more(out, key, label, ch, a, hello, NULL, 0);
-}
-
 static void src_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a, const struct lm_hello *hello)
+		    const struct lm_auth *a)
 {
-	hs_mac(out, key, "lm-auth-4 source", ch, a, hello);
+	hs_mac(out, key, "lm-auth-5 source", ch, a);
 }
 
 static void dst_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		    const struct lm_auth *a, const struct lm_hello *hello)
+		    const struct lm_auth *a)
 {
-	hs_mac(out, key, "lm-auth-4 destination", ch, a, hello);
+	hs_mac(out, key, "lm-auth-5 destination", ch, a);
 }
 
-void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a, const struct lm_hello *hello,
-		   const struct lm_refuse *r)
+void lm_auth_sign(struct lm_auth *a, const uint8_t *key, const struct lm_challenge *ch)
 {
-	uint8_t body[offsetof(struct lm_refuse, mac) + sizeof(r->fin)];
-
-	/* why, mode, max_size, then the verdict: everything but the MAC */
-	memcpy(body, r, offsetof(struct lm_refuse, mac));
-	memcpy(body + offsetof(struct lm_refuse, mac), &r->fin, sizeof(r->fin));
-	hs_mac_more(out, key, "lm-auth-4 refusal", ch, a, hello, body, sizeof(body));
+	src_mac(a->mac, key, ch, a);
 }
 
-void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+bool lm_auth_plain(const struct lm_challenge *ch, const struct lm_auth *a)
+{
+	return (ch->flags & LM_CHAL_PLAIN) && (a->flags & LM_AUTH_PLAIN);
+}
+
+void lm_conn_key(struct lm_sealkey *out, const uint8_t *key, const struct lm_challenge *ch,
 		 const struct lm_auth *a)
 {
 	crypto_generichash_state st;
-	static const char label[] = "lm-conn-4";
-	uint8_t kind[4] = { (uint8_t)a->kind };
+	static const char label[] = "lm-conn-5";
 
-	crypto_generichash_init(&st, key, LM_KEYLEN, 32);
+	crypto_generichash_init(&st, key, LM_KEYLEN, sizeof(out->k));
 	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
 	crypto_generichash_update(&st, (const uint8_t *)ch, sizeof(*ch));
-	crypto_generichash_update(&st, kind, sizeof(kind));
-	crypto_generichash_update(&st, a->session, LM_SESSION);
-	crypto_generichash_update(&st, a->nonce, LM_NONCE);
-	crypto_generichash_final(&st, out, 32);
+	crypto_generichash_update(&st, (const uint8_t *)a, offsetof(struct lm_auth, mac));
+	crypto_generichash_final(&st, out->k, sizeof(out->k));
+	out->plain = lm_auth_plain(ch, a);
 }
 
 void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION])
@@ -216,7 +203,12 @@ static int refused(struct lm_conn *c, const struct lm_refuse *r)
 	}
 }
 
-/* A frame of type want, or REFUSE turned into its -errno. */
+/*
+ * A frame of type want, or REFUSE turned into its -errno.  Before the
+ * destination proved the key nothing it says is authentic: only a KEY
+ * refusal is taken (a destination cannot seal for a peer it failed to
+ * authenticate); any other is ignored as not its word (-EKEYREJECTED).
+ */
 static int recv_or_refuse(struct lm_conn *c, const struct lm_geom *g, unsigned int want,
 			  struct lm_frame *f)
 {
@@ -224,27 +216,35 @@ static int recv_or_refuse(struct lm_conn *c, const struct lm_geom *g, unsigned i
 
 	if (ret)
 		return ret;
+	if (f->h.type == LM_REFUSE && !c->sealed &&
+	    ((const struct lm_refuse *)f->fixed)->why != LM_REFUSE_KEY) {
+		snprintf(c->err, sizeof(c->err), "%s connection: a refusal before the destination "
+			 "proved the key: not its word, ignored", c->name);
+		return -EKEYREJECTED;
+	}
 	if (f->h.type == LM_REFUSE)
 		return refused(c, f->fixed);
 	if (f->h.type != want) {
 		snprintf(c->err, sizeof(c->err), "%s connection: expected %s, got %s", c->name,
 			 lm_type_name(want), lm_type_name(f->h.type));
-		return -EBADMSG;
+		return c->sealed ? -EBADMSG : -EKEYREJECTED;
 	}
 	return 0;
 }
 
-int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
+int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind, unsigned int flags,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
 		   struct lm_hello *hello, struct lm_fin *fin)
 {
+	const struct lm_geom *gg = g ? g : &no_geom;
+	struct lm_auth a = { .kind = kind, .flags = flags };
 	struct lm_challenge ch;
-	struct lm_auth a = { .kind = kind };
+	struct lm_sealkey sk;
 	uint8_t want[LM_MACLEN];
 	struct lm_frame f;
 	int ret;
 
-	ret = recv_or_refuse(c, g ? g : &no_geom, LM_CHALLENGE, &f);
+	ret = recv_or_refuse(c, gg, LM_CHALLENGE, &f);
 	if (ret)
 		return ret;
 	ch = *(const struct lm_challenge *)f.fixed;
@@ -253,65 +253,51 @@ int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
 		hello->verify = 1;
 	memcpy(a.session, session, LM_SESSION);
 	randombytes_buf(a.nonce, LM_NONCE);
-	hello->version = LM_VERSION;
-	src_mac(a.mac, key, &ch, &a, hello);
+	lm_auth_sign(&a, key, &ch);
 	ret = lm_send(c, LM_AUTH, 0, &a, NULL, 0);
-	/* read only once AUTH checks out; answered with AUTH_OK or REFUSE */
 	if (!ret)
-		ret = lm_send(c, LM_HELLO, kind == LM_AUTH_URGENT ||
-			      kind == LM_AUTH_REJOIN_URGENT ? LM_F_URGENT : 0, hello, NULL, 0);
-	if (!ret)
-		ret = recv_or_refuse(c, g ? g : &no_geom, LM_AUTH_OK, &f);
-	if (ret == -ENOLINK || ret == -EALREADY) {
-		/* the workload comes back here, or the outcome is told, only on
-		 * the destination's word */
-		const struct lm_refuse *r = f.fixed;
-
-		lm_refuse_mac(want, key, &ch, &a, hello, r);
-		if (sodium_memcmp(want, r->mac, LM_MACLEN)) {
-			snprintf(c->err, sizeof(c->err), "a refusal without the destination's "
-				 "MAC: forged, ignored");
-			return -EACCES;
-		}
-		if (fin)
-			*fin = r->fin;
-	}
+		ret = recv_or_refuse(c, gg, LM_AUTH_OK, &f);
 	if (ret)
 		return ret;
-	dst_mac(want, key, &ch, &a, hello);
+	dst_mac(want, key, &ch, &a);
 	if (sodium_memcmp(want, ((const struct lm_auth_ok *)f.fixed)->mac, LM_MACLEN)) {
 		snprintf(c->err, sizeof(c->err), "the destination did not prove the key: this "
 			 "is not our destination");
 		return -EACCES;
 	}
-	/* every frame from here on carries a MAC under this connection's key */
-	lm_conn_key(want, key, &ch, &a);
-	lm_conn_seal(c, want, true);
-	sodium_memzero(want, sizeof(want));
-	return 0;
+	/* from here on every frame is sealed under this connection's key */
+	lm_conn_key(&sk, key, &ch, &a);
+	lm_conn_seal(c, &sk, true, 0);
+	sodium_memzero(&sk, sizeof(sk));
+	hello->version = LM_VERSION;
+	ret = lm_send(c, LM_HELLO, kind == LM_AUTH_URGENT || kind == LM_AUTH_REJOIN_URGENT ?
+		      LM_F_URGENT : 0, hello, NULL, 0);
+	if (!ret)
+		ret = recv_or_refuse(c, gg, LM_ADMIT, &f);
+	/* sealed, so the destination's word: the verdict a lost FIN carried */
+	if (ret == -EALREADY && fin)
+		*fin = ((const struct lm_refuse *)f.fixed)->fin;
+	return ret;
 }
 
-int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
-		  const struct lm_hello *hello)
+bool lm_auth_answered(const struct lm_conn *c, int ret)
+{
+	if (!c->sealed || ret == -EKEYREJECTED)
+		return false;
+	return ret == -EACCES || ret == -ESRCH || ret == -ENOLINK || ret == -EALREADY ||
+	       ret == -EBUSY || ret == -EFBIG || ret == -EINVAL || lm_err_is_protocol(ret);
+}
+
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a)
 {
 	uint8_t want[LM_MACLEN];
 
-	src_mac(want, key, ch, a, hello);
+	src_mac(want, key, ch, a);
 	return sodium_memcmp(want, a->mac, LM_MACLEN) ? -EACCES : 0;
 }
 
 void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
-		     const struct lm_auth *a, const struct lm_hello *hello)
+		     const struct lm_auth *a)
 {
-	dst_mac(ok->mac, key, ch, a, hello);
-}
-
-void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size)
-{
-	struct lm_refuse r = { .why = why, .mode = mode, .max_size = max_size };
-	char keep[sizeof(c->err)];
-
-	memcpy(keep, c->err, sizeof(keep));
-	lm_send(c, LM_REFUSE, 0, &r, NULL, 0);
-	memcpy(c->err, keep, sizeof(keep));
+	dst_mac(ok->mac, key, ch, a);
 }

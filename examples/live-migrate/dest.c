@@ -544,7 +544,7 @@ static int send_need(struct dst *d)
 static int rejoin(struct dst *d)
 {
 	int limit = lm_rejoin_ms(d->o), mfd, ufd, ret = -ETIMEDOUT;
-	uint8_t keys[2][32];
+	struct lm_sealkey keys[2];
 	uint64_t t0 = lm_now_ns(), end = t0 + (uint64_t)(limit < 0 ? 0 : limit) * 1000000ull;
 
 	if (limit < 0)
@@ -572,8 +572,8 @@ static int rejoin(struct dst *d)
 			continue;
 		if (ret)
 			break;
-		lm_conn_replace(&d->m, mfd, keys[0]);
-		lm_conn_replace(&d->urg, ufd, keys[1]);
+		lm_conn_replace(&d->m, mfd, &keys[0]);
+		lm_conn_replace(&d->urg, ufd, &keys[1]);
 		d->urg.timeout_ms = 0;
 		ret = send_need(d);
 		if (!ret)
@@ -997,7 +997,7 @@ static uint64_t verify_pages(struct dst *d, struct lm_report *rep)
 /*
  * FIN is out; BYE says it arrived.  Without BYE within --timeout (FIN lost,
  * or the way back stalled) the door answers the source's rejoin with the
- * verdict, signed, for as long as a rejoin may take: both ends exit with
+ * verdict, sealed, for as long as a rejoin may take: both ends exit with
  * the same outcome.
  */
 static void deliver_verdict(struct dst *d, const struct lm_fin *fin)
@@ -1333,7 +1333,7 @@ static int fail(struct dst *d, const char *phase, int ret)
 	/*
 	 * SWITCH came but this side will not run the workload: the source
 	 * stays paused until told so (it never resumes on a guess).  Drop the
-	 * link so it asks at once, and answer its rejoin, signed.
+	 * link so it asks at once, and answer its rejoin, sealed.
 	 */
 	if (d->t_switch && !d->resumed) {
 		int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);

@@ -5,11 +5,13 @@
  * small state machine on a non-blocking socket with a TOTAL deadline
  * (--timeout from its accept, however the bytes trickle in) -- and never
  * sleeps for a peer: no --rtt delay, no pacing before the key is proven.
- * Each connection gets a CHALLENGE, must answer with AUTH and HELLO (a
- * fixed few hundred bytes read into the slot: nothing allocated), and the
- * MAC binds both to the key (auth.c).  Then what it asks for -- mode, a
- * region no larger than --max-size -- is checked before dest.c allocates
- * anything.  The first main connection admitted fixes the session; its
+ * Each connection gets a CHALLENGE and must answer with AUTH, whose MAC
+ * proves the key (auth.c); only then does the door prove the key back
+ * (AUTH_OK) and read the HELLO, the first sealed frame (a fixed few hundred
+ * bytes read into the slot: nothing allocated).  Every answer to it --
+ * ADMIT or a refusal -- is sealed too: only the key's holder can say it.
+ * What the source asks for -- mode, a region no larger than --max-size --
+ * is checked before dest.c allocates anything.  The first main connection admitted fixes the session; its
  * urgent connection and later rejoins must carry it; every other source is
  * refused ("busy").  A full table drops its oldest handshake: a real source
  * finishes in a round trip, a stranger holding slots is the oldest.
@@ -66,7 +68,7 @@ static void say_refused(struct lm_door *door, const char *peer, const char *why)
 
 
 #define LM_DOOR_SLOTS	64
-#define HS_BUF		256	/* AUTH and HELLO frames, with room */
+#define HS_BUF		256	/* AUTH and the sealed HELLO, with room */
 
 /* One handshake in progress. */
 struct hs {
@@ -74,7 +76,8 @@ struct hs {
 	uint64_t deadline;
 	struct lm_challenge ch;
 	struct lm_auth auth;
-	unsigned int nframes;		/* 0: reading AUTH, 1: HELLO */
+	struct lm_sealkey sk;		/* once AUTH checked out */
+	unsigned int nframes;		/* 0: reading AUTH, 1: HELLO (sealed) */
 	_Alignas(8) uint8_t buf[HS_BUF];	/* frames cast in place: aligned */
 	size_t got;
 	char peer[80];
@@ -102,20 +105,38 @@ void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64
 }
 
 /* A handshake frame, whole or not at all: the socket is fresh, so it fits. */
-static void hs_send(int fd, unsigned int type, const void *fixed)
+static void hs_put(int fd, const uint8_t *b, size_t n)
 {
-	uint8_t b[128];
-	size_t n = lm_frame_encode(b, sizeof(b), type, 0, fixed, NULL, 0);
-
 	if (n && send(fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n)
 		shutdown(fd, SHUT_RDWR);
 }
 
-static void hs_refuse(int fd, unsigned int why, unsigned int mode, uint64_t max_size)
+/* In clear: CHALLENGE, AUTH_OK and a KEY refusal (before any key is shared). */
+static void hs_send(int fd, unsigned int type, const void *fixed)
+{
+	uint8_t b[128];
+
+	hs_put(fd, b, lm_frame_encode(b, sizeof(b), type, 0, fixed, NULL, 0));
+}
+
+/* The door's one sealed frame on this connection, ADMIT or a refusal: number 0. */
+static void hs_send_sealed(const struct hs *h, unsigned int type, const void *fixed)
+{
+	uint8_t b[128];
+
+	hs_put(h->fd, b, lm_frame_seal(b, sizeof(b), &h->sk, false, 0, type, 0, fixed));
+}
+
+/* Why not: sealed, except KEY (the peer could not read it). */
+static void hs_refuse(const struct hs *h, unsigned int why, unsigned int mode,
+		      uint64_t max_size)
 {
 	struct lm_refuse r = { .why = why, .mode = mode, .max_size = max_size };
 
-	hs_send(fd, LM_REFUSE, &r);
+	if (why == LM_REFUSE_KEY)
+		hs_send(h->fd, LM_REFUSE, &r);
+	else
+		hs_send_sealed(h, LM_REFUSE, &r);
 }
 
 static void hs_drop(struct hs *h)
@@ -146,7 +167,7 @@ static int check_hello(struct lm_door *door, struct hs *h, const struct lm_hello
 		snprintf(why, sizeof(why), "it asks for --mode %s; this destination runs %s",
 			 lm_mode_name(hello->mode), lm_mode_name(door->o->mode));
 		say_refused(door, h->peer, why);
-		hs_refuse(h->fd, LM_REFUSE_MODE, door->o->mode, 0);
+		hs_refuse(h, LM_REFUSE_MODE, door->o->mode, 0);
 		return -EINVAL;
 	}
 	if (hello->size > door->max_size || hello->backing > UFFDM_HUGETLB_1G) {
@@ -154,21 +175,17 @@ static int check_hello(struct lm_door *door, struct hs *h, const struct lm_hello
 			 "destination takes: %llu bytes (%s)", (unsigned long long)hello->size,
 			 (unsigned long long)door->max_size, lm_limit_name(door->max_kind));
 		say_refused(door, h->peer, why);
-		hs_refuse(h->fd, LM_REFUSE_SIZE, door->max_kind, door->max_size);
+		hs_refuse(h, LM_REFUSE_SIZE, door->max_kind, door->max_size);
 		return -EFBIG;
 	}
 	return 0;
 }
 
-/* Accepted: AUTH_OK, and the socket goes to dest.c (the lock is held). */
-static void give(struct lm_door *door, struct hs *h, const struct lm_hello *hello, int *slot,
-		 uint8_t key[32])
+/* Accepted: ADMIT, and the socket goes to dest.c (the lock is held). */
+static void give(struct lm_door *door, struct hs *h, int *slot, struct lm_sealkey *key)
 {
-	struct lm_auth_ok ok;
-
-	lm_conn_key(key, door->o->key, &h->ch, &h->auth);
-	lm_auth_ok_make(&ok, door->o->key, &h->ch, &h->auth, hello);
-	hs_send(h->fd, LM_AUTH_OK, &ok);
+	*key = h->sk;
+	hs_send_sealed(h, LM_ADMIT, NULL);
 	if (*slot >= 0)
 		close(*slot);
 	*slot = h->fd;
@@ -189,25 +206,25 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 			memcpy(door->session, h->auth.session, LM_SESSION);
 			door->have_session = true;
 			door->hello = *hello;
-			give(door, h, hello, &door->given_fd[0], door->given_key[0]);
+			give(door, h, &door->given_fd[0], &door->given_key[0]);
 		}
 	} else if (kind == LM_AUTH_URGENT && same_session(door, &h->auth) && !door->urgent_given) {
 		if (!check_hello(door, h, hello)) {
 			door->urgent_given = true;
-			give(door, h, hello, &door->given_fd[1], door->given_key[1]);
+			give(door, h, &door->given_fd[1], &door->given_key[1]);
 		}
 	} else if ((kind == LM_AUTH_REJOIN_MAIN || kind == LM_AUTH_REJOIN_URGENT) &&
 		   same_session(door, &h->auth) && atomic_load(&door->rejoin_ok)) {
 		if (!check_hello(door, h, hello))
-			give(door, h, hello, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT],
-			     door->rejoin_key[kind == LM_AUTH_REJOIN_URGENT]);
+			give(door, h, &door->rejoin_fd[kind == LM_AUTH_REJOIN_URGENT],
+			     &door->rejoin_key[kind == LM_AUTH_REJOIN_URGENT]);
 	} else if (kind == LM_AUTH_REJOIN_MAIN && same_session(door, &h->auth) &&
 		   (atomic_load(&door->not_resumed) || atomic_load(&door->finished))) {
 		struct lm_refuse r = { .why = atomic_load(&door->finished) ? LM_REFUSE_FINISHED :
 					      LM_REFUSE_NOT_RESUMED, .fin = door->fin };
 
-		lm_refuse_mac(r.mac, door->o->key, &h->ch, &h->auth, hello, &r);
-		hs_send(h->fd, LM_REFUSE, &r);
+		/* sealed: the destination's word, which no one else can give */
+		hs_send_sealed(h, LM_REFUSE, &r);
 		fprintf(stderr, "lm: destination: told the rejoining source %s %s\n", h->peer,
 			r.why == LM_REFUSE_FINISHED ? "the verdict its FIN carried (lost, or never "
 			"sent: the source was gone)" :
@@ -230,42 +247,67 @@ static void dispatch(struct lm_door *door, struct hs *h, const struct lm_hello *
 	pthread_mutex_unlock(&door->lock);
 	if (busy) {
 		say_refused(door, h->peer, busy);
-		hs_refuse(h->fd, why, 0, 0);
+		hs_refuse(h, why, 0, 0);
 	}
 	hs_drop(h);
 }
 
-/* Frame k of the handshake is whole in h->buf: check it. 1: go on, 0: done, <0: refused. */
-static int hs_frame(struct lm_door *door, struct hs *h, size_t at)
+/* AUTH is whole: a stranger is refused here; a peer with the key gets AUTH_OK. */
+static int hs_auth(struct lm_door *door, struct hs *h, const struct lm_hdr *hd,
+		   const void *body)
 {
 	static const struct lm_geom none;
-	const struct lm_hdr *hd = (const void *)(h->buf + at);
-	const void *body = h->buf + at + sizeof(*hd);
-	unsigned int want = h->nframes ? LM_HELLO : LM_AUTH;
+	struct lm_auth_ok ok;
 	struct lm_frame f;
 	char err[160];
 
-	if (hd->type != want) {
-		snprintf(err, sizeof(err), "expected %s, got %s (not an lm source of this version, "
-			 "or no key)", lm_type_name(want), lm_type_name(hd->type));
+	if (hd->type != LM_AUTH) {
+		snprintf(err, sizeof(err), "expected AUTH, got %s (not an lm source of this "
+			 "version, or no key)", lm_type_name(hd->type));
 		say_refused(door, h->peer, err);
-		hs_refuse(h->fd, LM_REFUSE_KEY, 0, 0);
-		return -EACCES;
-	}
-	/* the key first: a stranger learns nothing from how its HELLO is judged */
-	if (want == LM_HELLO && (hd->len != sizeof(struct lm_hello) ||
-				 lm_auth_check(door->o->key, &h->ch, &h->auth, body))) {
-		say_refused(door, h->peer, "wrong key");
-		hs_refuse(h->fd, LM_REFUSE_KEY, 0, 0);
+		hs_refuse(h, LM_REFUSE_KEY, 0, 0);
 		return -EACCES;
 	}
 	if (lm_payload_check(hd, body, &none, &f, err, sizeof(err))) {
 		say_refused(door, h->peer, err);
 		return -EBADMSG;
 	}
-	if (!h->nframes++) {
-		h->auth = *(const struct lm_auth *)f.fixed;
-		return 1;
+	h->auth = *(const struct lm_auth *)f.fixed;
+	if (lm_auth_check(door->o->key, &h->ch, &h->auth)) {
+		say_refused(door, h->peer, "wrong key");
+		hs_refuse(h, LM_REFUSE_KEY, 0, 0);
+		return -EACCES;
+	}
+	lm_conn_key(&h->sk, door->o->key, &h->ch, &h->auth);
+	lm_auth_ok_make(&ok, door->o->key, &h->ch, &h->auth);
+	hs_send(h->fd, LM_AUTH_OK, &ok);
+	return 1;
+}
+
+/* Frame k of the handshake is whole in h->buf: check it. 1: go on, 0: done, <0: refused. */
+static int hs_frame(struct lm_door *door, struct hs *h, size_t at)
+{
+	static const struct lm_geom none;
+	struct lm_hdr *hd = (void *)(h->buf + at);
+	void *body = h->buf + at + sizeof(*hd);
+	struct lm_frame f;
+	char err[160];
+
+	if (!h->nframes++)
+		return hs_auth(door, h, hd, body);
+	/* sealed: whatever fails here is not the source's; no answer */
+	if (lm_frame_open(hd, h->got - at, &h->sk, false, 0, err, sizeof(err))) {
+		say_refused(door, h->peer, err);
+		return -EKEYREJECTED;
+	}
+	if (hd->type != LM_HELLO) {
+		snprintf(err, sizeof(err), "expected HELLO, got %s", lm_type_name(hd->type));
+		say_refused(door, h->peer, err);
+		return -EBADMSG;
+	}
+	if (lm_payload_check(hd, body, &none, &f, err, sizeof(err))) {
+		say_refused(door, h->peer, err);
+		return -EBADMSG;
 	}
 	dispatch(door, h, f.fixed);
 	return 0;
@@ -280,7 +322,7 @@ static size_t hs_need(const struct hs *h, size_t *at)
 	*at = start;
 	if (h->got < start + sizeof(*hd))
 		return start + sizeof(*hd) - h->got;
-	return start + sizeof(*hd) + hd->len - h->got;
+	return start + sizeof(*hd) + hd->len + (h->nframes ? LM_TAGLEN : 0) - h->got;
 }
 
 static void hs_eof(struct lm_door *door, struct hs *h, size_t at, int err)
@@ -314,7 +356,7 @@ static void hs_read(struct lm_door *door, struct hs *h)
 		if (h->got - at == sizeof(*hd) && need) {
 			/* a whole header: refuse what no handshake frame can be */
 			if ((ret = lm_hdr_check(hd, err, sizeof(err))) ||
-			    hd->len > HS_BUF - h->got) {
+			    hd->len + LM_TAGLEN > HS_BUF - h->got) {
 				if (!ret)
 					snprintf(err, sizeof(err), "oversized %s frame in a "
 						 "handshake: %u bytes", lm_type_name(hd->type),
@@ -371,7 +413,8 @@ static void hs_accept(struct lm_door *door, struct lm_door_slots *t)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	peer_name(fd, h->peer, sizeof(h->peer));
 	h->ch = (struct lm_challenge){ .version = LM_VERSION,
-				       .flags = door->o->verify ? LM_CHAL_VERIFY : 0 };
+				       .flags = (door->o->verify ? LM_CHAL_VERIFY : 0) |
+						(door->o->plaintext ? LM_CHAL_PLAIN : 0) };
 	randombytes_buf(h->ch.nonce, LM_NONCE);
 	hs_send(fd, LM_CHALLENGE, &h->ch);
 }
@@ -446,8 +489,8 @@ static void *doorman(void *p)
 }
 
 /* Until cond holds, in 100 ms slices (an interrupt is seen); wait_ms < 0: no limit. */
-static int door_wait(struct lm_door *door, int *slot, const uint8_t *key, uint8_t out[32],
-		     int wait_ms)
+static int door_wait(struct lm_door *door, int *slot, const struct lm_sealkey *key,
+		     struct lm_sealkey *out, int wait_ms)
 {
 	uint64_t end = wait_ms < 0 ? 0 : lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
 	int fd;
@@ -468,7 +511,7 @@ static int door_wait(struct lm_door *door, int *slot, const uint8_t *key, uint8_
 	}
 	fd = *slot;
 	*slot = -1;
-	memcpy(out, key, 32);
+	*out = *key;
 	pthread_mutex_unlock(&door->lock);
 	if (fd >= 0)
 		return fd;
@@ -479,8 +522,8 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		  struct lm_link *link, unsigned int kind, int wait_ms, struct lm_hello *hello)
 {
 	unsigned int k = kind == LM_AUTH_URGENT;
-	uint8_t key[32];
-	int fd = door_wait(door, &door->given_fd[k], door->given_key[k], key, wait_ms), ret;
+	struct lm_sealkey key;
+	int fd = door_wait(door, &door->given_fd[k], &door->given_key[k], &key, wait_ms), ret;
 
 	if (fd == -ETIMEDOUT)
 		fprintf(stderr, "lm: destination: no %s connection within %d ms\n", name, wait_ms);
@@ -493,23 +536,24 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 		close(fd);
 		return ret;
 	}
-	lm_conn_seal(c, key, false);
-	sodium_memzero(key, sizeof(key));
+	/* the door used number 0 each way: HELLO in, ADMIT out */
+	lm_conn_seal(c, &key, false, 1);
+	sodium_memzero(&key, sizeof(key));
 	pthread_mutex_lock(&door->lock);
 	*hello = door->hello;
 	pthread_mutex_unlock(&door->lock);
 	return 0;
 }
 
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, struct lm_sealkey keys[2],
 			int wait_ms)
 {
 	uint64_t end = lm_now_ns() + (uint64_t)wait_ms * 1000000ull;
-	int m = door_wait(door, &door->rejoin_fd[0], door->rejoin_key[0], keys[0], wait_ms), u;
+	int m = door_wait(door, &door->rejoin_fd[0], &door->rejoin_key[0], &keys[0], wait_ms), u;
 
 	if (m < 0)
 		return m;
-	u = door_wait(door, &door->rejoin_fd[1], door->rejoin_key[1], keys[1],
+	u = door_wait(door, &door->rejoin_fd[1], &door->rejoin_key[1], &keys[1],
 		      (int)((end - lm_now_ns()) / 1000000ull) + 100);
 	if (u < 0) {
 		close(m);

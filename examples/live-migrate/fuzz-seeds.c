@@ -48,6 +48,7 @@ size_t lm_fuzz_seeds(uint8_t seed[][CAP], size_t *len)
 	len[n] = lm_frame_encode(seed[n], CAP, LM_REFUSE, 0, &rf, NULL, 0), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_NEED, LM_F_LAST, &nd, zero, 9), n++;
 	len[n] = lm_frame_encode(seed[n], CAP, LM_PROGRESS, 0, &pr, NULL, 0), n++;
+	len[n] = lm_frame_encode(seed[n], CAP, LM_ADMIT, 0, NULL, NULL, 0), n++;
 	return n;
 }
 

@@ -212,6 +212,7 @@ struct lm_opts {
 	int listen_fd;			/* dest: inherited, or -1 */
 	uint8_t key[LM_KEYLEN];
 	bool have_key;
+	bool plaintext;			/* --plaintext: frames authenticated, not encrypted */
 	bool size_given;		/* dest: --size is what it expects */
 	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
 };
@@ -253,30 +254,40 @@ void lm_key_generate(uint8_t key[LM_KEYLEN]);
 void lm_key_hex(const uint8_t key[LM_KEYLEN], char hex[2 * LM_KEYLEN + 1]);
 int lm_key_load(const char *path, uint8_t key[LM_KEYLEN], char *err, size_t errlen);
 int lm_key_write(const char *path, const uint8_t key[LM_KEYLEN]);
-/* Source: answer the CHALLENGE with AUTH and hello (its verify set when the
- * destination asks), check AUTH_OK; -EACCES, -EBUSY, -EFBIG, -EINVAL (mode),
- * -ESRCH (no such session) when refused; c->err says why. */
-int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind,
+/*
+ * Source: answer the CHALLENGE with AUTH (flags: LM_AUTH_PLAIN for
+ * --plaintext), check AUTH_OK, then send hello sealed (its verify set when
+ * the destination asks) and wait for ADMIT; -EACCES, -EBUSY, -EFBIG,
+ * -EINVAL (mode), -ESRCH (no such session), -ENOLINK (not resumed),
+ * -EALREADY (finished: its verdict in fin) when refused; c->err says why.
+ * A failure while !c->sealed came before the destination proved the key:
+ * nothing in it is the destination's word.
+ */
+int lm_auth_client(struct lm_conn *c, const uint8_t *key, unsigned int kind, unsigned int flags,
 		   const uint8_t session[LM_SESSION], const struct lm_geom *g,
 		   struct lm_hello *hello, struct lm_fin *fin);
-/* Destination: 0 if AUTH's MAC binds this challenge and hello to the key, else -EACCES. */
-int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a,
-		  const struct lm_hello *hello);
+/*
+ * Whether lm_auth_client's failure ret on c is the destination's own word
+ * (a sealed refusal, a malformed sealed frame), which may end a rejoin;
+ * anything before its proof of the key, or failing authentication, may be
+ * anyone's, and a lost link is no answer either.
+ */
+bool lm_auth_answered(const struct lm_conn *c, int ret);
+/* AUTH's MAC, the source's proof of the key over ch and the rest of a. */
+void lm_auth_sign(struct lm_auth *a, const uint8_t *key, const struct lm_challenge *ch);
+/* Destination: 0 if AUTH's MAC binds this challenge to the key, else -EACCES. */
+int lm_auth_check(const uint8_t *key, const struct lm_challenge *ch, const struct lm_auth *a);
 /* AUTH_OK: the destination's proof of the key over the same. */
 void lm_auth_ok_make(struct lm_auth_ok *ok, const uint8_t *key, const struct lm_challenge *ch,
-		     const struct lm_auth *a, const struct lm_hello *hello);
+		     const struct lm_auth *a);
+/* Both ends asked for --plaintext: frames authenticated, not encrypted. */
+bool lm_auth_plain(const struct lm_challenge *ch, const struct lm_auth *a);
 /* A connection's frame key, from the shared key and this handshake's nonces. */
-void lm_conn_key(uint8_t out[32], const uint8_t *key, const struct lm_challenge *ch,
+void lm_conn_key(struct lm_sealkey *out, const uint8_t *key, const struct lm_challenge *ch,
 		 const struct lm_auth *a);
 /* --verify's page hash is keyed (SipHash): the network cannot forge a page and its hash. */
 void lm_verify_key(uint8_t out[16], const uint8_t *key, const uint8_t session[LM_SESSION]);
 uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n);
-/* NOT_RESUMED's and FINISHED's MAC: the destination's word that the
- * workload is the source's, or what the outcome was. */
-void lm_refuse_mac(uint8_t out[LM_MACLEN], const uint8_t *key, const struct lm_challenge *ch,
-		   const struct lm_auth *a, const struct lm_hello *hello,
-		   const struct lm_refuse *r);
-void lm_refuse(struct lm_conn *c, unsigned int why, unsigned int mode, uint64_t max_size);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
 
@@ -301,7 +312,7 @@ struct lm_door {
 	atomic_int told;		/* a rejoining source was told */
 	int given_fd[2];		/* main, urgent: admitted, not yet taken */
 	int rejoin_fd[2];		/* main, urgent: a rejoin's connections */
-	uint8_t given_key[2][32], rejoin_key[2][32];	/* their frame keys */
+	struct lm_sealkey given_key[2], rejoin_key[2];	/* their frame keys */
 };
 
 void lm_door_init(struct lm_door *door, const struct lm_opts *o, int lfd, uint64_t max_size);
@@ -312,7 +323,7 @@ int lm_door_admit(struct lm_door *door, struct lm_conn *c, const char *name,
 int lm_door_start(struct lm_door *door);
 /* Both connections of a rejoin of this session, within wait_ms; their
  * frame keys in keys (lm_conn_seal). */
-int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, uint8_t keys[2][32],
+int lm_door_rejoin_take(struct lm_door *door, int *mfd, int *ufd, struct lm_sealkey keys[2],
 			int wait_ms);
 void lm_door_stop(struct lm_door *door);
 /*

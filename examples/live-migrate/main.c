@@ -29,7 +29,10 @@ static void usage(FILE *f)
 "  source --to H:P      connect to a destination (needs --key)\n"
 "  dest --listen H:P    wait for a source (default " DEFAULT_ADDR ")\n"
 "  --key FILE           the shared key (lm keygen); dest without it prints one.\n"
-"                       It proves who is who; it does not encrypt: tunnel for that\n"
+"                       It proves who is who, and every frame after the\n"
+"                       handshake is encrypted under keys of that connection\n"
+"  --plaintext          frames authenticated but NOT encrypted: the memory\n"
+"                       crosses the network in clear (warns; both ends must ask)\n"
 "  --max-size N[KMG]    dest: the largest region it accepts (default: --size when\n"
 "                       given, else the free memory)\n"
 "  --mode M             minor (default), stop-copy, postcopy-missing\n"
@@ -175,7 +178,7 @@ static uint64_t parse_time_ns(const char *s)
 enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
 	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
 	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD,
-	O_KEY, O_MAX_SIZE, O_NO_DRAIN, O_REJOIN };
+	O_KEY, O_MAX_SIZE, O_NO_DRAIN, O_REJOIN, O_PLAINTEXT };
 
 static const struct option longopts[] = {
 	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
@@ -192,6 +195,7 @@ static const struct option longopts[] = {
 	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD },
 	{ "key", 1, NULL, O_KEY }, { "max-size", 1, NULL, O_MAX_SIZE },
 	{ "no-drain", 0, NULL, O_NO_DRAIN }, { "rejoin", 1, NULL, O_REJOIN },
+	{ "plaintext", 0, NULL, O_PLAINTEXT },
 	{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 	{ 0 },
 };
@@ -290,6 +294,7 @@ static void set_opt(struct lm_opts *o, int c, const char *a)
 		break;
 	case O_KEY: load_key(o, a); break;
 	case O_NO_DRAIN: o->no_drain = true; break;
+	case O_PLAINTEXT: o->plaintext = true; break;
 	case 'q': o->quiet = true; break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(LM_EXIT_USAGE);
@@ -508,6 +513,10 @@ int lm_main(int argc, char **argv)
 		return 0;
 	}
 	check_opts(&o);
+	if (o.plaintext)
+		fprintf(stderr, "lm: warning: --plaintext: if the other end asks for it too, the "
+			"workload's memory crosses the network in clear (frames stay "
+			"authenticated)\n");
 	lm_catch_interrupts();
 	if (!strcmp(cmd, "run")) {
 		/* both ends are ours: a key for this run only */
@@ -525,10 +534,13 @@ int lm_main(int argc, char **argv)
 		return lm_source(&o, o.addr ? o.addr : DEFAULT_ADDR);
 	}
 	if (!strcmp(cmd, "dest")) {
+		/* listening first: a failed start prints no secret */
+		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
+		if (lfd < 0)
+			return LM_EXIT_USAGE;
 		if (!o.have_key)
 			print_new_key(&o);
-		lfd = o.listen_fd >= 0 ? o.listen_fd : listen_on(o.addr ? o.addr : DEFAULT_ADDR);
-		return lfd < 0 ? LM_EXIT_USAGE : lm_dest(&o, lfd);
+		return lm_dest(&o, lfd);
 	}
 	return die_usage("unknown subcommand '%s'", cmd);
 }

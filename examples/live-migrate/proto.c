@@ -22,7 +22,7 @@ static const char *const type_names[LM_TYPE_END] = {
 	[LM_RESP] = "RESP", [LM_HASHES] = "HASHES", [LM_DONE] = "DONE",
 	[LM_RESUMED] = "RESUMED", [LM_FIN] = "FIN", [LM_CHALLENGE] = "CHALLENGE",
 	[LM_AUTH] = "AUTH", [LM_AUTH_OK] = "AUTH_OK", [LM_REFUSE] = "REFUSE", [LM_NEED] = "NEED",
-	[LM_PROGRESS] = "PROGRESS", [LM_BYE] = "BYE",
+	[LM_PROGRESS] = "PROGRESS", [LM_BYE] = "BYE", [LM_ADMIT] = "ADMIT",
 };
 
 static const size_t fixed_lens[LM_TYPE_END] = {
@@ -32,7 +32,7 @@ static const size_t fixed_lens[LM_TYPE_END] = {
 	[LM_RESP] = sizeof(struct lm_resp), [LM_HASHES] = sizeof(struct lm_hashes),
 	[LM_DONE] = sizeof(struct lm_done), [LM_RESUMED] = sizeof(struct lm_resumed),
 	[LM_FIN] = sizeof(struct lm_fin), [LM_PROGRESS] = sizeof(struct lm_progress),
-	[LM_BYE] = 0,
+	[LM_BYE] = 0, [LM_ADMIT] = 0,
 	[LM_CHALLENGE] = sizeof(struct lm_challenge),
 	[LM_AUTH] = sizeof(struct lm_auth), [LM_AUTH_OK] = sizeof(struct lm_auth_ok),
 	[LM_REFUSE] = sizeof(struct lm_refuse), [LM_NEED] = sizeof(struct lm_need),
@@ -78,7 +78,8 @@ int lm_mode_parse(const char *s)
 /* The handshake comes before any geometry is known. */
 bool lm_type_before_hello(unsigned int type)
 {
-	return type == LM_CHALLENGE || type == LM_AUTH || type == LM_AUTH_OK || type == LM_REFUSE;
+	return type == LM_CHALLENGE || type == LM_AUTH || type == LM_AUTH_OK || type == LM_REFUSE ||
+	       type == LM_ADMIT;
 }
 
 size_t lm_fixed_len(unsigned int type)
@@ -199,7 +200,7 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 
 		if (m->version != LM_VERSION)
 			return bad(err, n, name, "protocol version differs");
-		if (m->flags & ~LM_CHAL_VERIFY)
+		if (m->flags & ~(LM_CHAL_VERIFY | LM_CHAL_PLAIN))
 			return bad(err, n, name, "unknown flags");
 		return 0;
 	}
@@ -222,6 +223,8 @@ static int check_body(const struct lm_hdr *h, const void *p, const struct lm_geo
 	case LM_AUTH:
 		if (((const struct lm_auth *)p)->kind >= LM_AUTH_KIND_END)
 			return bad(err, n, name, "unknown connection kind");
+		if (((const struct lm_auth *)p)->flags & ~LM_AUTH_PLAIN)
+			return bad(err, n, name, "unknown flags");
 		return 0;
 	case LM_REFUSE:
 		if (((const struct lm_refuse *)p)->why >= LM_REFUSE_END)
@@ -534,9 +537,10 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 	return c->buf && c->txbuf ? 0 : -ENOMEM;
 }
 
-static void seal_locked(struct lm_conn *c, const uint8_t k[32], bool source);
+static void seal_locked(struct lm_conn *c, const struct lm_sealkey *sk, bool source,
+			uint64_t next);
 
-void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32])
+void lm_conn_replace(struct lm_conn *c, int fd, const struct lm_sealkey *sk)
 {
 	pthread_mutex_lock(&c->wlock);
 	if (c->fd >= 0)
@@ -544,54 +548,115 @@ void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32])
 	c->fd = fd;
 	c->err[0] = 0;
 	c->pend_len = 0;	/* the old stream's */
-	/* sealed before any sender can see the new socket */
-	seal_locked(c, k, false);
+	/* sealed before any sender can see the new socket; the door used
+	 * number 0 each way (HELLO in, ADMIT out) */
+	seal_locked(c, sk, false, 1);
 	pthread_mutex_unlock(&c->wlock);
 }
 
 /* One direction's key: the connection's, narrowed by a label. */
-static void dir_key(uint8_t out[32], const uint8_t k[32], const char *label)
+static void dir_key(uint8_t out[32], const uint8_t k[32], bool to_dest)
 {
+	static const char s2d[] = "lm-frames-5 source to destination",
+			  d2s[] = "lm-frames-5 destination to source";
+	const char *label = to_dest ? s2d : d2s;
+
 	crypto_generichash(out, 32, (const uint8_t *)label, strlen(label), k, 32);
 }
 
 /*
- * LM_NO_SEAL=1 on both ends leaves frames unsealed: a probe knob, to
- * measure what sealing costs (README), never for use.
+ * Nonces.  Each direction of each connection has a key of its own, derived
+ * from the shared key and both ends' fresh nonces of that connection's
+ * handshake (lm_conn_key); a frame's nonce is its number under that key,
+ * counted from 0 and never reset while the key lives.  A rejoin is a new
+ * connection with a new handshake -- two new random 32-byte nonces -- so a
+ * new key: numbers start again from 0 under a key never used before.  A
+ * (key, nonce) pair can repeat only if a 256-bit key derived from 64 random
+ * bytes repeats, or a 64-bit counter wraps.
  */
-static void seal_locked(struct lm_conn *c, const uint8_t k[32], bool source)
+static void seal_locked(struct lm_conn *c, const struct lm_sealkey *sk, bool source,
+			uint64_t next)
 {
-	static int off = -1;
-
-	if (off < 0)
-		off = getenv("LM_NO_SEAL") && !strcmp(getenv("LM_NO_SEAL"), "1");
-	if (off)
-		return;
-	dir_key(source ? c->tx_key : c->rx_key, k, "lm-frames-4 source to destination");
-	dir_key(source ? c->rx_key : c->tx_key, k, "lm-frames-4 destination to source");
-	c->seq = 0;
-	c->rx_seq = 0;
+	dir_key(c->tx_key, sk->k, source);
+	dir_key(c->rx_key, sk->k, !source);
+	c->seq = next;
+	c->rx_seq = next;
+	c->plain = sk->plain;
 	c->sealed = true;
 }
 
-void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source)
+void lm_conn_seal(struct lm_conn *c, const struct lm_sealkey *sk, bool source, uint64_t next)
 {
 	pthread_mutex_lock(&c->wlock);
-	seal_locked(c, k, source);
+	seal_locked(c, sk, source, next);
 	pthread_mutex_unlock(&c->wlock);
 }
 
-/* A frame's MAC: header (with its seq), then the payload. */
-static void frame_tag(uint8_t tag[LM_TAGLEN], const uint8_t key[32], const struct lm_hdr *h,
-		      const struct iovec *parts, int n)
+static void frame_nonce(uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES],
+			uint64_t n)
 {
-	crypto_generichash_state st;
+	memset(nonce, 0, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(n >> (8 * i));
+}
 
-	crypto_generichash_init(&st, key, 32, LM_TAGLEN);
-	crypto_generichash_update(&st, (const uint8_t *)h, sizeof(*h));
-	for (int i = 0; i < n; i++)
-		crypto_generichash_update(&st, parts[i].iov_base, parts[i].iov_len);
-	crypto_generichash_final(&st, tag, LM_TAGLEN);
+/*
+ * Seal the payload p (len bytes) of frame number n in place: encrypt it
+ * with XChaCha20-Poly1305 (libsodium's AEAD), the header as associated
+ * data, so the tag covers both; --plaintext: the payload stays as it is and
+ * the tag is a keyed BLAKE2b over the number, the header and the payload.
+ */
+static void seal_payload(const uint8_t key[32], bool plain, uint64_t n, const struct lm_hdr *h,
+			 uint8_t *p, size_t len, uint8_t tag[LM_TAGLEN])
+{
+	uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+
+	frame_nonce(nonce, n);
+	if (plain) {
+		crypto_generichash_state st;
+
+		crypto_generichash_init(&st, key, 32, LM_TAGLEN);
+		crypto_generichash_update(&st, nonce, 8);
+		crypto_generichash_update(&st, (const uint8_t *)h, sizeof(*h));
+		crypto_generichash_update(&st, p, len);
+		crypto_generichash_final(&st, tag, LM_TAGLEN);
+		return;
+	}
+	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(p, tag, NULL, p, len,
+							     (const uint8_t *)h, sizeof(*h),
+							     NULL, nonce, key);
+}
+
+/* The reverse: 0 with p in clear, or -EKEYREJECTED (p is then garbage). */
+static int open_payload(const uint8_t key[32], bool plain, uint64_t n, const struct lm_hdr *h,
+			uint8_t *p, size_t len, const uint8_t tag[LM_TAGLEN])
+{
+	uint8_t nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES], want[LM_TAGLEN];
+
+	if (plain) {
+		seal_payload(key, true, n, h, p, len, want);
+		return sodium_memcmp(want, tag, LM_TAGLEN) ? -EKEYREJECTED : 0;
+	}
+	frame_nonce(nonce, n);
+	return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(p, NULL, p, len, tag,
+								    (const uint8_t *)h, sizeof(*h),
+								    nonce, key) ? -EKEYREJECTED : 0;
+}
+
+/* Why frame h, expected as number n, failed: into err. */
+static void open_failed(char *err, size_t errlen, const char *conn, const struct lm_hdr *h,
+			uint64_t n)
+{
+	uint32_t want = (uint32_t)n;
+
+	if (h->seq == want)
+		snprintf(err, errlen, "%s%s frame (seq %u) fails authentication: changed on the "
+			 "way or not from our peer; refused", conn, lm_type_name(h->type), h->seq);
+	else
+		snprintf(err, errlen, "%s%s frame out of sequence (seq %u, expected %u): %s; "
+			 "refused", conn, lm_type_name(h->type), h->seq, want,
+			 h->seq < want ? "replayed or reordered" :
+			 "a frame before it was dropped or reordered");
 }
 
 void lm_conn_close(struct lm_conn *c)
@@ -706,24 +771,26 @@ int lm_send_locked(struct lm_conn *c, unsigned int type, unsigned int flags, con
 	if (lm_interrupted)
 		return send_result(c, lm_type_name(type), -ECANCELED);
 	link_pace(c->link, sizeof(h) + fl + data_len, c->urgent);
-	h.seq = c->seq++;
+	h.seq = (uint32_t)c->seq;
 	h.ts_ns = lm_now_ns();
 	n = data_len ? 3 : 2;
 	if (c->sealed && c->txbuf) {
 		/*
-		 * Others write what goes out while it goes out -- the workload a
-		 * precopy page, the urgent server DONE's counters -- so one copy
-		 * of the payload is MACed and sent, or the MAC would not match.
+		 * Sealed in a copy: encryption needs a buffer of its own, and
+		 * others write what goes out while it goes out (the workload a
+		 * precopy page, the urgent server DONE's counters), which
+		 * --plaintext's tag must match.
 		 */
 		if (fl)
 			memcpy(c->txbuf, fixed, fl);
 		if (data_len)
 			memcpy(c->txbuf + fl, data, data_len);
+		seal_payload(c->tx_key, c->plain, c->seq, &h, c->txbuf, fl + data_len, tag);
 		iov[1] = (struct iovec){ c->txbuf, fl + data_len };
-		frame_tag(tag, c->tx_key, &h, iov + 1, 1);
 		iov[2] = iov[3];
 		n = 3;
 	}
+	c->seq++;
 	return send_result(c, lm_type_name(type),
 			   write_frames(c, iov, n, sizeof(h) + fl + data_len +
 					(c->sealed ? LM_TAGLEN : 0)));
@@ -741,33 +808,73 @@ int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void
 }
 
 /*
- * One whole frame into out -- header with this seq and the time, fixed
- * part, data, the MAC when sealed -- for the callers that send bytes
- * already built: its length, 0 when it is longer than cap.
+ * One whole frame numbered seq into out -- header with the time, fixed part,
+ * data, sealed under key unless it is NULL -- for the callers that send
+ * bytes already built: its length, 0 when it is longer than cap.
  */
-static size_t frame_build(const struct lm_conn *c, uint8_t *out, size_t cap, uint32_t seq,
-			  unsigned int type, unsigned int flags, const void *fixed,
+static size_t frame_build(const uint8_t *key, bool plain, uint8_t *out, size_t cap,
+			  uint64_t seq, unsigned int type, unsigned int flags, const void *fixed,
 			  const void *data, size_t data_len)
 {
 	size_t fl = lm_fixed_len(type);
 	struct lm_hdr h = {
 		.magic = LM_MAGIC, .type = type, .flags = flags,
-		.len = (uint32_t)(fl + data_len), .seq = seq, .ts_ns = lm_now_ns(),
+		.len = (uint32_t)(fl + data_len), .seq = (uint32_t)seq, .ts_ns = lm_now_ns(),
 	};
 	size_t len = sizeof(h) + fl + data_len;
-	struct iovec body = { out + sizeof(h), fl + data_len };
 
-	if (len + (c->sealed ? LM_TAGLEN : 0) > cap)
+	if (len + (key ? LM_TAGLEN : 0) > cap)
 		return 0;
 	memcpy(out, &h, sizeof(h));
 	if (fl)
 		memcpy(out + sizeof(h), fixed, fl);
 	if (data_len)
 		memcpy(out + sizeof(h) + fl, data, data_len);
-	if (!c->sealed)
+	if (!key)
 		return len;
-	frame_tag(out + len, c->tx_key, &h, &body, 1);
+	seal_payload(key, plain, seq, &h, out + sizeof(h), fl + data_len, out + len);
 	return len + LM_TAGLEN;
+}
+
+static size_t conn_frame_build(const struct lm_conn *c, uint8_t *out, size_t cap,
+			       unsigned int type, unsigned int flags, const void *fixed,
+			       const void *data, size_t data_len)
+{
+	return frame_build(c->sealed ? c->tx_key : NULL, c->plain, out, cap, c->seq, type,
+			   flags, fixed, data, data_len);
+}
+
+size_t lm_frame_seal(void *out, size_t cap, const struct lm_sealkey *sk, bool source,
+		     uint64_t n, unsigned int type, unsigned int flags, const void *fixed)
+{
+	uint8_t key[32];
+	size_t len;
+
+	dir_key(key, sk->k, source);
+	len = frame_build(key, sk->plain, out, cap, n, type, flags, fixed, NULL, 0);
+	sodium_memzero(key, sizeof(key));
+	return len;
+}
+
+int lm_frame_open(void *frame, size_t len, const struct lm_sealkey *sk, bool source,
+		  uint64_t n, char *err, size_t errlen)
+{
+	struct lm_hdr h;
+	uint8_t key[32], *p = (uint8_t *)frame + sizeof(h);
+	int ret;
+
+	memcpy(&h, frame, sizeof(h));
+	if (len != sizeof(h) + h.len + LM_TAGLEN) {
+		snprintf(err, errlen, "%s frame of the wrong length", lm_type_name(h.type));
+		return -EKEYREJECTED;
+	}
+	/* what the other end sent: its direction's key */
+	dir_key(key, sk->k, !source);
+	ret = open_payload(key, sk->plain, n, &h, p, h.len, p + h.len);
+	sodium_memzero(key, sizeof(key));
+	if (ret)
+		open_failed(err, errlen, "", &h, n);
+	return ret;
 }
 
 int lm_send_many_locked(struct lm_conn *c, unsigned int type, unsigned int flags,
@@ -782,9 +889,9 @@ int lm_send_many_locked(struct lm_conn *c, unsigned int type, unsigned int flags
 	if (!c->txbuf || one * n > LM_MAX_PAYLOAD)
 		return send_result(c, lm_type_name(type), -EMSGSIZE);
 	link_pace(c->link, wire * n, c->urgent);
-	for (unsigned int k = 0; k < n; k++)
-		len += frame_build(c, c->txbuf + len, one, c->seq++, type, flags,
-				   (const uint8_t *)fixed + k * stride, NULL, 0);
+	for (unsigned int k = 0; k < n; k++, c->seq++)
+		len += conn_frame_build(c, c->txbuf + len, one, type, flags,
+					(const uint8_t *)fixed + k * stride, NULL, 0);
 	iov = (struct iovec){ c->txbuf, len };
 	return send_result(c, lm_type_name(type), write_frames(c, &iov, 1, len));
 }
@@ -802,7 +909,7 @@ int lm_send_nowait_locked(struct lm_conn *c, unsigned int type, unsigned int fla
 		return send_result(c, lm_type_name(type), -ECANCELED);
 	if (c->pend_len)
 		return -EBUSY;		/* behind the rest of the last one */
-	len = frame_build(c, frame, sizeof(frame), c->seq, type, flags, fixed, data, data_len);
+	len = conn_frame_build(c, frame, sizeof(frame), type, flags, fixed, data, data_len);
 	if (!len)
 		return send_result(c, lm_type_name(type), -EMSGSIZE);
 	if (!link_pace_nowait(c->link, sizeof(struct lm_hdr) + lm_fixed_len(type) + data_len,
@@ -898,37 +1005,30 @@ void lm_conn_reset(struct lm_conn *c)
 }
 
 /*
- * A sealed frame: its MAC read and checked before anything in it is used,
- * then its place in the sequence: a replayed, reordered or dropped frame
- * is refused by name, like an altered one.
+ * A sealed frame: its tag read, then the payload opened in place under the
+ * number expected next, before anything in it is used.  An altered frame
+ * fails, and so does a replayed, reordered or dropped one (its number, the
+ * nonce, is not the one expected): refused by name, -EKEYREJECTED.
  */
 static int check_seal(struct lm_conn *c, const struct lm_hdr *h)
 {
-	uint8_t tag[LM_TAGLEN], want[LM_TAGLEN];
-	struct iovec body = { c->buf, h->len };
+	uint8_t tag[LM_TAGLEN];
+	char conn[40];
 	size_t got;
 	int ret = read_all(c, tag, sizeof(tag), &got);
 
 	if (ret) {
-		snprintf(c->err, sizeof(c->err), "%s connection: truncated %s frame (its MAC, %zu "
+		snprintf(c->err, sizeof(c->err), "%s connection: truncated %s frame (its tag, %zu "
 			 "of %d bytes): %s", c->name, lm_type_name(h->type), got, LM_TAGLEN,
 			 why(ret));
 		return ret;
 	}
 	c->rx_bytes += sizeof(tag);
-	frame_tag(want, c->rx_key, h, &body, 1);
-	if (sodium_memcmp(tag, want, sizeof(tag))) {
-		snprintf(c->err, sizeof(c->err), "%s connection: %s frame (seq %u) fails its MAC: "
-			 "changed on the way or not from our peer; refused", c->name,
-			 lm_type_name(h->type), h->seq);
-		return -EBADMSG;
-	}
-	if (h->seq != c->rx_seq) {
-		snprintf(c->err, sizeof(c->err), "%s connection: %s frame out of sequence (seq %u, "
-			 "expected %u): %s; refused", c->name, lm_type_name(h->type), h->seq,
-			 c->rx_seq, h->seq < c->rx_seq ? "replayed or reordered" :
-			 "a frame before it was dropped or reordered");
-		return -EBADMSG;
+	if (open_payload(c->rx_key, c->plain, c->rx_seq, h, c->buf, h->len, tag) ||
+	    h->seq != (uint32_t)c->rx_seq) {
+		snprintf(conn, sizeof(conn), "%s connection: ", c->name);
+		open_failed(c->err, sizeof(c->err), conn, h, c->rx_seq);
+		return -EKEYREJECTED;
 	}
 	c->rx_seq++;
 	return 0;

@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #define LM_MAGIC	0x314d4c4bu	/* "KLM1" */
-#define LM_VERSION	4
+#define LM_VERSION	5
 #define LM_MAX_PAGES	64		/* pages per PAGES frame */
 #define LM_MAX_PAGE	(2u << 20)	/* 2 MiB huge pages at most */
 #define LM_MAX_PAYLOAD	(16u + (4u << 20))
@@ -32,13 +32,15 @@ enum lm_type {
 	LM_DONE,	/* src -> dst: all sent; source statistics */
 	LM_RESUMED,	/* dst -> src: the workload runs on the destination */
 	LM_FIN,		/* dst -> src: verified; the source may go */
-	LM_CHALLENGE,	/* dst -> src, first on every connection: a nonce */
-	LM_AUTH,	/* src -> dst: MAC over both nonces with the shared key */
-	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too */
-	LM_REFUSE,	/* dst -> src: why this connection is refused; then close */
+	LM_CHALLENGE,	/* dst -> src, first on every connection: a nonce (clear) */
+	LM_AUTH,	/* src -> dst: MAC over both nonces with the shared key (clear) */
+	LM_AUTH_OK,	/* dst -> src: the destination's MAC: it has the key too (clear) */
+	LM_REFUSE,	/* dst -> src: why this connection is refused; then close.
+			 * Sealed, except KEY: a peer without the key cannot read it */
 	LM_NEED,	/* dst -> src, after a reconnect: pages still wanted */
 	LM_PROGRESS,	/* dst -> src, after DONE: still working, and how far */
 	LM_BYE,		/* src -> dst: FIN came; the destination may go */
+	LM_ADMIT,	/* dst -> src, sealed: HELLO accepted; the connection is in use */
 	LM_TYPE_END,
 };
 
@@ -151,7 +153,8 @@ struct lm_progress {
 	uint32_t pad;
 };
 
-#define LM_TAGLEN	16	/* a sealed frame's MAC (keyed BLAKE2b) */
+/* a sealed frame's tag: XChaCha20-Poly1305's (or keyed BLAKE2b's, --plaintext) */
+#define LM_TAGLEN	16
 #define LM_NONCE	32
 #define LM_MACLEN	32	/* crypto_auth (HMAC-SHA-512-256) */
 #define LM_SESSION	16
@@ -159,6 +162,7 @@ struct lm_progress {
 
 /* CHALLENGE flags */
 #define LM_CHAL_VERIFY	(1u << 0)	/* the destination asks for --verify */
+#define LM_CHAL_PLAIN	(1u << 1)	/* the destination allows --plaintext */
 
 struct lm_challenge {
 	uint32_t version;
@@ -170,9 +174,12 @@ struct lm_challenge {
 enum lm_auth_kind { LM_AUTH_MAIN, LM_AUTH_URGENT, LM_AUTH_REJOIN_MAIN, LM_AUTH_REJOIN_URGENT,
 	LM_AUTH_KIND_END };
 
+/* AUTH flags */
+#define LM_AUTH_PLAIN	(1u << 0)	/* the source asks for --plaintext */
+
 struct lm_auth {
 	uint32_t kind;
-	uint32_t pad;
+	uint32_t flags;
 	uint8_t session[LM_SESSION];	/* the source's; binds urgent and rejoins to main */
 	uint8_t nonce[LM_NONCE];
 	uint8_t mac[LM_MACLEN];
@@ -193,10 +200,6 @@ struct lm_refuse {
 	uint32_t why;
 	uint32_t mode;		/* MODE: the destination's; SIZE: enum lm_limit */
 	uint64_t max_size;	/* SIZE: the destination's cap */
-	/* NOT_RESUMED, FINISHED: the destination's MAC over this handshake
-	 * and this refusal: only it may tell a source to take its workload
-	 * back, or what the outcome was */
-	uint8_t mac[LM_MACLEN];
 	struct lm_fin fin;	/* FINISHED: the verdict a lost FIN carried */
 };
 
@@ -220,6 +223,17 @@ struct lm_frame {
 	const uint8_t *data;	/* what follows it */
 	size_t data_len;
 };
+
+/*
+ * How many frames open a connection in clear, each way: the source's AUTH;
+ * the destination's CHALLENGE and AUTH_OK.  Every later frame is sealed and
+ * carries LM_TAGLEN bytes after its payload (a relay that walks frames
+ * needs this).
+ */
+static inline unsigned int lm_clear_frames(bool from_source)
+{
+	return from_source ? 1 : 2;
+}
 
 const char *lm_type_name(unsigned int type);
 const char *lm_mode_name(unsigned int mode);
@@ -259,12 +273,17 @@ struct lm_conn {
 	int tx_timeout_ms;	/* a send that makes no progress this long */
 	uint64_t spin_until_ns;	/* read without sleeping until then (probe knob) */
 	pthread_mutex_t wlock;
-	uint32_t seq;		/* the next frame's; from 0 again once sealed */
-	/* after the handshake: every frame carries a MAC (LM_TAGLEN bytes after
-	 * its payload) under a key of this connection and direction, and its
-	 * seq must be the next one (lm_conn_seal) */
+	/*
+	 * The next frame's number each way; from 0 again once sealed.  A
+	 * sealed frame's nonce is its number: see lm_conn_seal for why one
+	 * never repeats under a key.  The header carries its low 32 bits.
+	 */
+	uint64_t seq, rx_seq;
+	/* after the handshake: every frame's payload is encrypted and, with its
+	 * header, authenticated (LM_TAGLEN bytes after it) under a key of this
+	 * connection and direction, and its number must be the next one */
 	bool sealed;
-	uint32_t rx_seq;
+	bool plain;		/* --plaintext on both ends: authenticated only */
 	uint8_t tx_key[32], rx_key[32];
 	uint64_t tx_bytes, rx_bytes;
 	uint8_t *buf;		/* LM_MAX_PAYLOAD */
@@ -292,13 +311,36 @@ int lm_conn_init(struct lm_conn *c, int fd, const char *name, struct lm_link *li
 		 int timeout_ms);
 void lm_conn_close(struct lm_conn *c);
 void lm_conn_reset(struct lm_conn *c);
+/* A connection's frame key, and whether both ends asked for --plaintext. */
+struct lm_sealkey {
+	uint8_t k[32];
+	bool plain;
+};
+
 /* A new socket for the same connection (a rejoin), sealed with its frame
- * key k (destination side); senders wait for it. */
-void lm_conn_replace(struct lm_conn *c, int fd, const uint8_t k[32]);
-/* From now on every frame is sealed: k is this connection's key (auth.c),
- * source says which end this is (the two directions have keys of their own). */
-void lm_conn_seal(struct lm_conn *c, const uint8_t k[32], bool source);
-/* A malformed frame (exit 5), not a lost peer (exit 6)? */
+ * key (destination side, the handshake's one sealed frame each way done);
+ * senders wait for it. */
+void lm_conn_replace(struct lm_conn *c, int fd, const struct lm_sealkey *sk);
+/*
+ * From now on every frame is sealed: sk is this connection's key (auth.c),
+ * source says which end this is (the two directions have keys of their
+ * own), next how many sealed frames each way the handshake already used.
+ */
+void lm_conn_seal(struct lm_conn *c, const struct lm_sealkey *sk, bool source, uint64_t next);
+/*
+ * The same sealing without a connection, for the door's handshake: one
+ * frame numbered n into out (its length, 0 when longer than cap); or
+ * opened in place (0, or -EKEYREJECTED with err set).
+ */
+size_t lm_frame_seal(void *out, size_t cap, const struct lm_sealkey *sk, bool source,
+		     uint64_t n, unsigned int type, unsigned int flags, const void *fixed);
+int lm_frame_open(void *frame, size_t len, const struct lm_sealkey *sk, bool source,
+		  uint64_t n, char *err, size_t errlen);
+/*
+ * A malformed frame (exit 5), not a lost peer (exit 6)?  A sealed frame
+ * that fails authentication (-EKEYREJECTED) is not: nobody can say the
+ * peer sent it, so it is what a cut link is -- dropped, and rejoined.
+ */
 bool lm_err_is_protocol(int err);
 int lm_send(struct lm_conn *c, unsigned int type, unsigned int flags, const void *fixed,
 	    const void *data, size_t data_len);

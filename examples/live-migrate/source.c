@@ -41,6 +41,9 @@ struct src {
 	const char *addr;
 	unsigned int rejoins;
 	bool rejoining;			/* connect quietly: the link is coming back */
+	/* the last connect failed with the destination's own word (a sealed
+	 * refusal: lm_auth_answered), not with anyone's */
+	bool answered;
 	bool switched;			/* SWITCH went out whole: never resume here alone */
 	bool stale_taken;
 	struct lm_fin fin;		/* the destination's verdict */
@@ -580,13 +583,17 @@ static int rejoin_once(struct src *s, uint64_t end)
 {
 	int ret;
 
+	s->answered = false;
 	ret = connect_one(s, &s->m, s->addr, "main", LM_AUTH_REJOIN_MAIN, ms_left(end));
 	if (!ret)
 		ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT,
 				  ms_left(end));
-	/* a link that drops again before NEED is through: one more attempt */
-	if (!ret)
+	/* a link that drops again before NEED is through: one more attempt;
+	 * a malformed one (it opened: it is the destination's) ends it */
+	if (!ret) {
 		ret = take_need(s);
+		s->answered = lm_err_is_protocol(ret);
+	}
 	if (ret) {
 		lm_conn_close(&s->m);
 		lm_conn_close(&s->urg);
@@ -600,8 +607,11 @@ static int rejoin_once(struct src *s, uint64_t end)
  * go on.  Every failed attempt -- refused, reset, a handshake cut short --
  * is retried, a little slower each time, until --rejoin (default
  * --timeout) has passed, or without limit (--rejoin wait) until the
- * operator interrupts twice.  Only a refusal that cannot change ends it
- * early: a wrong key, or a destination that no longer has the session.
+ * operator interrupts twice.  Only an answer that cannot change ends it
+ * early, and only the destination's own -- sealed, after it proved the key:
+ * a refusal (wrong key, no such session, not resumed, finished) or a
+ * malformed frame.  Anything said before that proof, or in a frame that
+ * fails authentication, may be anyone's: it counts as no answer.
  */
 static int rejoin(struct src *s)
 {
@@ -617,8 +627,10 @@ static int rejoin(struct src *s)
 	while (ms_left(end)) {
 		tries++;
 		ret = rejoin_once(s, end);
-		if (!ret || ret == -EACCES || ret == -ESRCH || ret == -ENOLINK || ret == -EALREADY ||
-		    lm_err_is_protocol(ret) || lm_interrupted)
+		if (!ret || lm_interrupted)
+			break;
+		if (s->answered && (ret == -EACCES || ret == -ESRCH || ret == -ENOLINK ||
+				    ret == -EALREADY || lm_err_is_protocol(ret)))
 			break;
 		if (pause_ms < 800)
 			pause_ms *= 2;
@@ -747,7 +759,7 @@ static int exit_for(int ret)
  * SWITCH went out, RESUMED did not come: the destination may run the
  * workload, so it is never resumed here on a guess.  Ask the destination
  * (a rejoin of this session): if it resumed, carry on from where it is; if
- * it answers, signed, that it did not and never will, take the workload
+ * it answers, sealed, that it did not and never will, take the workload
  * back; if it cannot be reached within --rejoin, stay paused and leave the
  * decision to the operator (exit 8).
  */
@@ -763,7 +775,7 @@ static int recover(struct src *s, int why)
 	set_stale_ready(s, 1);
 	ret = rejoin(s);
 	if (ret == -ENOLINK)
-		return abort_locally(s, "the destination says, signed, that it did not resume "
+		return abort_locally(s, "the destination says, sealed, that it did not resume "
 				     "the workload and never will");
 	if (ret == -EALREADY)
 		return 0;	/* it resumed, and finished: the verdict is in s->fin */
@@ -861,8 +873,10 @@ static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const
 		close(fd);
 		return ret;
 	}
-	ret = lm_auth_client(c, s->o->key, kind, s->session, &s->g, &s->hello, &s->fin);
+	ret = lm_auth_client(c, s->o->key, kind, s->o->plaintext ? LM_AUTH_PLAIN : 0, s->session,
+			     &s->g, &s->hello, &s->fin);
 	c->timeout_ms = s->o->timeout_ms;
+	s->answered = ret && lm_auth_answered(c, ret);
 	/* a rejoin retries quietly: only its last failure is told */
 	if (ret && !s->rejoining)
 		fprintf(stderr, "lm: source: %s connection to %s: %s\n", name, addr, c->err);

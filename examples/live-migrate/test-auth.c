@@ -148,6 +148,22 @@ static void test_printed_key(void **state)
 	assert_true(lmt_expect(d, LM_EXIT_OK));
 }
 
+/* A failed start prints no secret: --listen is checked before a key is made. */
+static void test_no_key_bad_listen(void **state)
+{
+	int busy = lmt_listener(addr, sizeof(addr));
+	const char *noport[] = { "dest", "--listen", "127.0.0.1", NULL };
+	const char *inuse[] = { "dest", "--listen", addr, NULL };
+
+	(void)state;
+	assert_true(lmt_expect(lmt_spawn(DERR, NULL, noport), LM_EXIT_USAGE));
+	assert_false(lmt_file_has(DERR, "key is"));
+	assert_true(lmt_expect(lmt_spawn(DERR, NULL, inuse), LM_EXIT_USAGE));
+	assert_true(lmt_file_has(DERR, "cannot listen on"));
+	assert_false(lmt_file_has(DERR, "key is"));
+	close(busy);
+}
+
 /* A HELLO larger than --max-size (here: the --size the dest expects). */
 static void test_max_size(void **state)
 {
@@ -251,7 +267,7 @@ static void test_refusal_rate(void **state)
 
 		assert_true(fd >= 0);
 		assert_int_equal(lm_conn_init(&c, fd, "main", NULL, 5000), 0);
-		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, session, NULL, &h, NULL),
+		assert_int_equal(lm_auth_client(&c, bad, LM_AUTH_MAIN, 0, session, NULL, &h, NULL),
 				 -EACCES);
 		lm_conn_close(&c);
 	}
@@ -316,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_no_key),
 		cmocka_unit_test(test_bad_key_file),
 		cmocka_unit_test(test_printed_key),
+		cmocka_unit_test(test_no_key_bad_listen),
 		cmocka_unit_test(test_max_size),
 		cmocka_unit_test(test_max_size_option),
 		cmocka_unit_test(test_max_size_cgroup),

@@ -37,7 +37,7 @@ struct leg {
 	uint8_t hdr[sizeof(struct lm_hdr)];
 	size_t hgot;
 	uint64_t left;		/* payload bytes of the current frame still to come */
-	unsigned int nframes;	/* each way, the first two (handshake) carry no MAC */
+	unsigned int nframes;	/* the handshake's first ones carry no tag (lm_clear_frames) */
 	bool cut_after;		/* cut when this frame is through */
 	bool parse;		/* read the frames */
 	bool back;		/* destination -> source */
@@ -125,7 +125,7 @@ static size_t scan(struct proxy *p, struct leg *g, const uint8_t *b, size_t n)
 			struct lm_hdr h;
 
 			memcpy(&h, g->hdr, sizeof(h));
-			g->left = h.len + (g->nframes++ >= 2 ? LM_TAGLEN : 0);
+			g->left = h.len + (g->nframes++ >= lm_clear_frames(!g->back) ? LM_TAGLEN : 0);
 			if (atomic_load(&p->cuts))
 				continue;
 			/* RESUMED is lost: not a byte of it goes on */

@@ -261,14 +261,14 @@ static void tcp_pair(int *tx, int *rx)
 /* The destination's urgent connection and the source's end of it, sealed. */
 static void conn_pair(struct lm_conn *tx, struct lm_conn *rx)
 {
-	static const uint8_t key[32] = { 22, 1, 2, 3 };
+	static const struct lm_sealkey key = { .k = { 22, 1, 2, 3 } };
 	int a, b;
 
 	tcp_pair(&a, &b);
 	assert_int_equal(lm_conn_init(tx, a, "urgent", NULL, 10000), 0);
 	assert_int_equal(lm_conn_init(rx, b, "urgent", NULL, 10000), 0);
-	lm_conn_seal(tx, key, false);
-	lm_conn_seal(rx, key, true);
+	lm_conn_seal(tx, &key, false, 0);
+	lm_conn_seal(rx, &key, true, 0);
 }
 
 /* The k-th page asked: every page once, not in address order. */
@@ -398,7 +398,7 @@ static void test_partial_frames(void **state)
  */
 static void test_broken_link(void **state)
 {
-	static const uint8_t key[32] = { 22, 1, 2, 3 };
+	static const struct lm_sealkey key = { .k = { 22, 1, 2, 3 } };
 	const uint64_t n = 1000;
 	struct lm_conn tx, rx;
 	struct lm_asker a;
@@ -425,9 +425,9 @@ static void test_broken_link(void **state)
 	/* the rejoin, as the destination does it */
 	lm_asker_down(&a);
 	tcp_pair(&fd, &peer);
-	lm_conn_replace(&tx, fd, key);
+	lm_conn_replace(&tx, fd, &key);
 	assert_int_equal(lm_conn_init(&rx, peer, "urgent", NULL, 10000), 0);
-	lm_conn_seal(&rx, key, true);
+	lm_conn_seal(&rx, &key, true, 1);
 	for (uint64_t i = 0; i < n; i++)
 		lm_asker_forget(&a, i);
 	lm_asker_up(&a);
