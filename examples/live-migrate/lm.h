@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
 
 #include <uffdminor.h>
 
@@ -325,9 +326,24 @@ void lm_door_rejoin_end(struct lm_door *door);
  * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
 bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);
 
-/* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
+/* ---- net.c: names and connections within a deadline ------------------- */
+
+/* lm_connect's wait, when the caller has no deadline of its own */
+#define LM_CONNECT_MS 10000
+
+/* "HOST:PORT" within wait_ms (a numeric host never waits): 0, -ETIMEDOUT,
+ * -ECANCELED or -EINVAL, with a message unless quiet. */
+int lm_resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len, int wait_ms,
+	       bool quiet);
+/* A TCP connection to "HOST:PORT" within wait_ms, lookup included,
+ * TCP_NODELAY; its fd, or -errno (-ETIMEDOUT: no answer) after saying why. */
+int lm_connect_within(const char *addr, int wait_ms, bool quiet);
 int lm_connect(const char *addr);
 int lm_connect_quiet(const char *addr, bool quiet);
+/* ms from now until end (lm_now_ns), at least 1 before it, 0 after. */
+int lm_ms_until(uint64_t end);
+/* The socket buffer size (LM_SOCKBUF overrides; 0: the kernel's). */
+int lm_sockbuf(void);
 int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
 int lm_main(int argc, char **argv);

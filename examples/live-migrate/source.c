@@ -584,9 +584,14 @@ static int rejoin_once(struct src *s, uint64_t end)
 	if (!ret)
 		ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT,
 				  ms_left(end));
-	/* a link that drops again before NEED is through: one more attempt */
-	if (!ret)
+	/* a link that drops again before NEED is through: one more attempt;
+	 * NEED too comes within the rejoin's deadline */
+	if (!ret) {
+		s->m.timeout_ms = ms_left(end) < s->o->timeout_ms ? ms_left(end) :
+				  s->o->timeout_ms;
 		ret = take_need(s);
+		s->m.timeout_ms = s->o->timeout_ms;
+	}
 	if (ret) {
 		lm_conn_close(&s->m);
 		lm_conn_close(&s->urg);
@@ -848,15 +853,16 @@ static int setup(struct src *s, const struct lm_opts *o)
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
 		       unsigned int kind, int timeout_ms)
 {
-	int fd = lm_connect_quiet(addr, s->rejoining), ret;
+	int wait = timeout_ms < s->o->timeout_ms ? timeout_ms : s->o->timeout_ms;
+	int fd = lm_connect_within(addr, wait, s->rejoining), ret;
 
+	/* connect and lookup within the wait: a host that drops SYNs is no hang */
 	if (fd < 0) {
-		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: cannot connect",
-			 name, addr);
-		return -ECONNREFUSED;
+		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: %s", name, addr,
+			 fd == -ETIMEDOUT ? "no answer" : "cannot connect");
+		return fd == -ETIMEDOUT || fd == -ECANCELED ? fd : -ECONNREFUSED;
 	}
-	ret = lm_conn_init(c, fd, name, &s->link, timeout_ms < s->o->timeout_ms ? timeout_ms :
-			   s->o->timeout_ms);
+	ret = lm_conn_init(c, fd, name, &s->link, wait);
 	if (ret) {
 		close(fd);
 		return ret;

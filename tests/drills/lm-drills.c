@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -25,7 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include <k513-test.h>
 
@@ -372,6 +377,269 @@ static void test_mitm(void **state)
 	assert_int_not_equal(s, LM_EXIT_OK);
 }
 
+/*
+ * Blackholed links: the source in one network namespace, the destination
+ * in another, a veth pair between them -- and then, in the destination's,
+ * a blackhole route back to the source.  Nothing is refused or reset:
+ * the source's packets arrive, every answer is dropped, so a connect()
+ * hears nothing (the kernel retries its SYN for two minutes) and an
+ * established link goes silent, as behind a router that drops.
+ */
+#define NET_A "10.213.0.1"
+#define NET_B "10.213.0.2"
+#define IP "PATH=/usr/sbin:/sbin:$PATH ip "
+
+struct nets {
+	int home, a, b;		/* network namespaces: ours, the source's, the destination's */
+};
+
+/* A new network namespace, held by an fd; the caller stays in home. */
+static int ns_new(int home)
+{
+	int fd;
+
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_int_equal(setns(home, CLONE_NEWNET), 0);
+	return fd;
+}
+
+static void ns_enter(const struct nets *n, int ns)
+{
+	assert_int_equal(setns(ns, CLONE_NEWNET), 0);
+	(void)n;
+}
+
+static void ns_leave(const struct nets *n)
+{
+	assert_int_equal(setns(n->home, CLONE_NEWNET), 0);
+}
+
+/* A shell command inside ns: whether it succeeded. */
+static bool ns_sh(const struct nets *n, int ns, const char *cmd)
+{
+	int rc;
+
+	ns_enter(n, ns);
+	rc = system(cmd);
+	ns_leave(n);
+	if (rc && !strstr(cmd, "grep -q"))
+		print_message("# '%s' failed (%d)\n", cmd, rc);
+	return rc == 0;
+}
+
+/* Both namespaces and the link between them; skips without the rights. */
+static void nets_up(struct nets *n)
+{
+	char cmd[512];
+
+	n->home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(n->home >= 0);
+	n->a = ns_new(n->home);
+	n->b = n->a < 0 ? -1 : ns_new(n->home);
+	if (n->b < 0) {
+		print_message("# skip: no network namespace (%s): root is needed\n",
+			      strerror(errno));
+		skip();
+	}
+	snprintf(cmd, sizeof(cmd), IP "link set lo up && " IP "link add vA type veth peer name vB "
+		 "netns /proc/%d/fd/%d && " IP "addr add " NET_A "/24 dev vA && " IP "link set vA up",
+		 (int)getpid(), n->b);
+	if (!ns_sh(n, n->a, cmd) || !ns_sh(n, n->b, IP "link set lo up && " IP "addr add " NET_B
+					   "/24 dev vB && " IP "link set vB up")) {
+		print_message("# skip: cannot make a veth pair (iproute2, CONFIG_VETH)\n");
+		skip();
+	}
+	/*
+	 * Until the kernel's link watch activates a device -- up to a second
+	 * later -- its queue drops every packet: a connect then would wait for
+	 * the SYN's retry, the drill's own blackhole.  Wait for "state UP".
+	 */
+	for (int i = 0; i < 250; i++) {
+		if (ns_sh(n, n->a, IP "-o link show vA | grep -q 'state UP'") &&
+		    ns_sh(n, n->b, IP "-o link show vB | grep -q 'state UP'"))
+			return;
+		usleep(20000);
+	}
+	fail_msg("the veth pair never came up");
+}
+
+static void nets_down(struct nets *n)
+{
+	close(n->a);
+	close(n->b);
+	close(n->home);
+}
+
+/* From now on the destination's side drops everything it sends back. */
+static void blackhole(const struct nets *n)
+{
+	assert_true(ns_sh(n, n->b, IP "route add blackhole " NET_A "/32"));
+}
+
+/* lm in a child inside ns */
+static pid_t spawn_in(const struct nets *n, int ns, const char *err, const char *const *args)
+{
+	pid_t pid;
+
+	ns_enter(n, ns);
+	pid = lmt_spawn(err, NULL, args);
+	ns_leave(n);
+	return pid;
+}
+
+/* A destination that drops every answer: connect() gives up at --timeout. */
+static void test_blackhole_connect(void **state)
+{
+	struct nets n;
+	const char *sa[] = { "source", "--key", lmt_key(), "--to", NET_B ":4513", "--timeout",
+			     "1500", "--size", "4M", NULL };
+	double t0, took;
+	int rc;
+
+	(void)state;
+	nets_up(&n);
+	blackhole(&n);
+	t0 = lmt_now();
+	rc = lmt_status_within(spawn_in(&n, n.a, SERR, sa), 15);
+	took = lmt_now() - t0;
+	print_message("# source to a blackholed destination: exit %d after %.2f s\n", rc, took);
+	nets_down(&n);
+	assert_int_equal(rc, LM_EXIT_PEER_LOST);
+	/* --timeout and a loaded machine's start-up, not the kernel's SYN retries */
+	assert_true(took < 1.5 + 3);
+	assert_true(lmt_file_has(SERR, "no answer within 1500 ms"));
+}
+
+/*
+ * A resolver that never answers (its nameserver behind the blackhole):
+ * the name's lookup gives up at --timeout too.  The child sees its own
+ * /etc/resolv.conf, in a mount namespace of its own.
+ */
+static void test_blackhole_dns(void **state)
+{
+	const char *conf = lmt_path("resolv.conf");
+	struct nets n;
+	double t0, took;
+	FILE *f;
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	nets_up(&n);
+	blackhole(&n);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "nameserver " NET_B "\noptions timeout:20 attempts:2\n");
+	fclose(f);
+	t0 = lmt_now();
+	ns_enter(&n, n.a);
+	pid = lmt_fork();
+	if (!pid) {
+		char *argv[] = { "lm", "source", "--key", (char *)lmt_key(), "--to",
+				 "lm-drill.example:4513", "--timeout", "1500", "--size", "4M", NULL };
+
+		if (!freopen(SERR, "w", stderr))
+			_exit(100);
+		setvbuf(stderr, NULL, _IONBF, 0);
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL))
+			_exit(77);
+		_exit(lm_main(10, argv));
+	}
+	ns_leave(&n);
+	rc = lmt_status_within(pid, 15);
+	took = lmt_now() - t0;
+	print_message("# source to a name no resolver answers: exit %d after %.2f s\n", rc, took);
+	nets_down(&n);
+	if (rc == 77) {
+		print_message("# skip: no mount namespace for a resolv.conf of the test's own\n");
+		skip();
+	}
+	assert_int_equal(rc, LM_EXIT_PEER_LOST);
+	assert_true(took < 1.5 + 3);
+	assert_true(lmt_file_has(SERR, "no answer from the resolver within 1500 ms"));
+}
+
+/* A listening socket on NET_B:0 in the destination's namespace. */
+static int listener_in(const struct nets *n, char *addr, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd;
+
+	inet_pton(AF_INET, NET_B, &sa.sin_addr);
+	ns_enter(n, n->b);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ns_leave(n);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 128), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, len, NET_B ":%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+/*
+ * The link blackholed mid-postcopy for good: each side gives up within
+ * --timeout plus --rejoin -- the source's rejoin connects included --
+ * and says which deadline passed.  The push runs at 1 MB/s, so the
+ * postcopy lasts about 2 s after the destination resumes.
+ */
+static void test_blackhole_postcopy(void **state)
+{
+	struct nets n;
+	char addr[64], lfd_s[16];
+	double t0, ts, td;
+	int lfd, s_rc, d_rc;
+	pid_t d, s;
+
+	(void)state;
+	nets_up(&n);
+	lfd = listener_in(&n, addr, sizeof(addr));
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	{
+		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--verify",
+				     "--timeout", "1500", "--rejoin", "3000", "--size", "2M", NULL };
+
+		d = spawn_in(&n, n.b, DERR, da);
+	}
+	close(lfd);
+	{
+		const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--verify",
+				     "--timeout", "1500", "--rejoin", "3000", "--size", "2M",
+				     "--stale", "0.9", "--bandwidth", "8M", "--precopy", "0.2",
+				     "--after", "0.3", "--rounds", "1", NULL };
+
+		s = spawn_in(&n, n.a, SERR, sa);
+	}
+	if (!lmt_wait_for(DERR, "destination: resumed", 30)) {
+		lmt_file_has(SERR, "@");
+		fail_msg("the destination never resumed");
+	}
+	blackhole(&n);
+	t0 = lmt_now();
+	s_rc = lmt_status_within(s, 20);
+	ts = lmt_now() - t0;
+	d_rc = lmt_status_within(d, 20);
+	td = lmt_now() - t0;
+	print_message("# blackholed mid-postcopy: source %d after %.2f s, destination %d after "
+		      "%.2f s\n", s_rc, ts, d_rc, td);
+	nets_down(&n);
+	if (s_rc != LM_EXIT_PEER_LOST || d_rc != LM_EXIT_SOURCE_LOST) {
+		lmt_file_has(SERR, "@");	/* both logs, for the record */
+		lmt_file_has(DERR, "@");
+	}
+	assert_true(lmt_file_has(DERR, "the link broke mid-postcopy"));
+	assert_int_equal(s_rc, LM_EXIT_PEER_LOST);
+	assert_int_equal(d_rc, LM_EXIT_SOURCE_LOST);
+	/* silence for --timeout, then --rejoin, and a loaded machine's slack */
+	assert_true(ts < 1.5 + 3 + 3);
+	assert_true(td < 1.5 + 3 + 3);
+	assert_true(lmt_file_has(SERR, "no rejoin within 3000 ms"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,8 +650,14 @@ int main(void)
 		cmocka_unit_test(test_one_way),
 		cmocka_unit_test(test_slowloris),
 		cmocka_unit_test(test_mitm),
+		cmocka_unit_test(test_blackhole_connect),
+		cmocka_unit_test(test_blackhole_dns),
+		cmocka_unit_test(test_blackhole_postcopy),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	/* LM_DRILL=test_blackhole* runs those alone */
+	if (getenv("LM_DRILL"))
+		cmocka_set_test_filter(getenv("LM_DRILL"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
