@@ -27,6 +27,8 @@ enum {
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
 	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no word from the destination:
 				 * paused, not resumed here; the operator decides */
+	LM_EXIT_NOMEM = 10,	/* the region does not fit: the cgroup's room, the
+				 * huge page pool (mem.c) */
 	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
@@ -325,6 +327,25 @@ void lm_door_rejoin_end(struct lm_door *door);
 /* The destination will not resume, or (fin) has finished: tell a rejoining
  * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
 bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);
+
+/* ---- mem.c: the room a region has --------------------------------------- */
+
+struct lm_room {
+	uint64_t bytes;			/* what fits */
+	unsigned int limit;		/* enum lm_limit: which one set it */
+	size_t pool_page;		/* hugetlb: the pool's page size */
+	char where[4400];		/* the file(s) that say so */
+};
+
+/* MemAvailable or the huge page pool, and the cgroups' limits less usage. */
+void lm_mem_room(struct lm_room *r, unsigned int backing);
+/* Whether size fits; else one line saying which limit and its file. */
+bool lm_mem_fits(const struct lm_room *r, uint64_t size, const char *who);
+/* Parts, for tests on fixture files: */
+void lm_cgroup_room(struct lm_room *r, const char *root, const char *path, const char *max_f,
+		    const char *cur_f, unsigned int limit);
+bool lm_cgroup_path(const char *text, const char *ctrl, char *out, size_t len);
+int64_t lm_hugepages_free(const char *sysfs, size_t page);
 
 /* ---- net.c: names and connections within a deadline ------------------- */
 

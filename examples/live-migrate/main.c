@@ -31,7 +31,8 @@ static void usage(FILE *f)
 "  --key FILE           the shared key (lm keygen); dest without it prints one.\n"
 "                       It proves who is who; it does not encrypt: tunnel for that\n"
 "  --max-size N[KMG]    dest: the largest region it accepts (default: --size when\n"
-"                       given, else the free memory)\n"
+"                       given, else the free memory; never more than the room\n"
+"                       its cgroup or the huge page pool leaves)\n"
 "  --mode M             minor (default), stop-copy, postcopy-missing\n"
 "  --size N[KMG]        region size (default 64M)\n"
 "  --backing B          shmem (default) or hugetlb\n"
@@ -65,7 +66,10 @@ static void usage(FILE *f)
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
 "      mid-postcopy, 4 verification failed, 5 protocol error, 6 peer lost or\n"
 "      stopped answering, 7 wrong key, 8 outcome unknown (source: after SWITCH\n"
-"      the destination could not be asked; the workload stays paused here)\n");
+"      the destination could not be asked; the workload stays paused here),\n"
+"      10 the region does not fit: the cgroup's room (v2 memory.max less\n"
+"      memory.current, v1 memory.limit_in_bytes less memory.usage_in_bytes)\n"
+"      or no free huge pages (raise /sys/kernel/mm/hugepages/*/nr_hugepages)\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) die_usage(const char *fmt, ...)

@@ -901,9 +901,15 @@ static int connect_both(struct src *s, const char *addr)
 
 int lm_source(const struct lm_opts *o, const char *addr)
 {
-	struct src *s = malloc(sizeof(*s));
+	struct src *s;
+	struct lm_room room;
 	int ret;
 
+	/* past the cgroup's room the kernel OOM-kills while formatting: ask first */
+	lm_mem_room(&room, o->backing);
+	if (!lm_mem_fits(&room, o->size, "source"))
+		return LM_EXIT_NOMEM;
+	s = malloc(sizeof(*s));
 	if (!s || setup(s, o))
 		return LM_EXIT_USAGE;
 	wl_format(s->view, s->size, &o->wl);
