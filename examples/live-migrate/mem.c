@@ -147,13 +147,27 @@ static void read_self_cgroup(char *buf, size_t len)
 	}
 }
 
+/* A huge page size: "2MB" as the kernel's file names have it (sep "",
+ * unit "B"), or "2 MiB" for people (sep " ", unit "iB"). */
+static void page_name(char *out, size_t len, size_t page, const char *sep, const char *unit)
+{
+	if (page >= (1u << 30) && !(page % (1u << 30)))
+		snprintf(out, len, "%zu%sG%s", page >> 30, sep, unit);
+	else if (page >= (1u << 20) && !(page % (1u << 20)))
+		snprintf(out, len, "%zu%sM%s", page >> 20, sep, unit);
+	else
+		snprintf(out, len, "%zu%sK%s", page >> 10, sep, unit);
+}
+
 /* The room under this process's cgroups, v2's and v1's; or under the one
  * at LM_CGROUP (tests), whose files say which version it is. */
 static void cgroups_room(struct lm_room *r, unsigned int backing, size_t page)
 {
 	const char *fake = getenv("LM_CGROUP");
-	char text[4096], path[4096], hmax[64], hcur[64], hmax1[64], hcur1[64];
-	const char *hs = page >= (1u << 30) ? "1GB" : "2MB";
+	char text[4096], path[4096], hmax[64], hcur[64], hmax1[64], hcur1[64], hs[24];
+
+	/* the kernel's names: hugetlb.2MB, hugetlb.1GB, hugetlb.64KB (arm64) */
+	page_name(hs, sizeof(hs), page, "", "B");
 
 	snprintf(hmax, sizeof(hmax), "hugetlb.%s.max", hs);
 	snprintf(hcur, sizeof(hcur), "hugetlb.%s.current", hs);
@@ -196,14 +210,14 @@ void lm_mem_room(struct lm_room *r, unsigned int backing)
 	if (backing == UFFDM_SHMEM) {
 		meminfo_room(r);
 	} else {
-		char dir[512];
+		char dir[512], size[24];
 		int64_t n = lm_hugepages_free(sysfs ? sysfs : "/sys/kernel/mm/hugepages", page);
 
+		page_name(size, sizeof(size), page, " ", "iB");
 		snprintf(dir, sizeof(dir), "%s/hugepages-%zukB", sysfs ? sysfs :
 			 "/sys/kernel/mm/hugepages", page >> 10);
 		room_min(r, n < 0 ? 0 : (uint64_t)n * page, LM_LIMIT_HUGEPAGES,
-			 "%s/%s (the pool of %s huge pages)", dir, "nr_hugepages",
-			 page >= (1u << 30) ? "1 GiB" : "2 MiB");
+			 "%s/%s (the pool of %s huge pages)", dir, "nr_hugepages", size);
 		r->pool_page = page;
 	}
 	cgroups_room(r, backing, page);

@@ -179,6 +179,32 @@ static void test_source_hugetlb(void **state)
 				 "pages)"));
 }
 
+/* Free huge pages, but a cgroup hugetlb limit below the region: the limit by its file. */
+static void test_source_hugetlb_cgroup(void **state)
+{
+	char root[4096], pool[4200], cg[4096];
+	const char *sa[] = { "source", "--key", lmt_key(), "--to", "127.0.0.1:1", "--size", "4M",
+			     "--backing", "hugetlb", NULL };
+	pid_t pid;
+
+	(void)state;
+	if (uffdm_backing_page_size(UFFDM_HUGETLB) != 2u << 20)
+		skip();
+	snprintf(root, sizeof(root), "%s", lmt_path("hp100"));
+	snprintf(pool, sizeof(pool), "%s/hugepages-2048kB", root);
+	snprintf(cg, sizeof(cg), "%s", lmt_path("cghp"));
+	mkdir(root, 0755);
+	put(pool, "free_hugepages", "100\n");
+	put(cg, "hugetlb.2MB.max", "2097152\n");
+	put(cg, "hugetlb.2MB.current", "0\n");
+	setenv("LM_HUGEPAGES", root, 1);
+	pid = spawn_env("LM_CGROUP", cg, SERR, sa);
+	unsetenv("LM_HUGEPAGES");
+	assert_true(lmt_expect(pid, LM_EXIT_NOMEM));
+	assert_true(lmt_file_has(SERR, "a 4.0 MiB region does not fit: 2.0 MiB left "
+				 "(hugetlb.2MB.max less hugetlb.2MB.current in "));
+}
+
 /*
  * --max-size above the room is capped at it, saying so; the refusal names
  * the v1 files on a v1 cgroup (it named v2's), and what fits is taken.
@@ -378,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_hugepages_free),
 		cmocka_unit_test(test_source_cgroup),
 		cmocka_unit_test(test_source_hugetlb),
+		cmocka_unit_test(test_source_hugetlb_cgroup),
 		cmocka_unit_test(test_dest_max_size_capped),
 		cmocka_unit_test(test_dest_hugetlb_none),
 		cmocka_unit_test(test_real_cgroup),
