@@ -43,7 +43,7 @@
 #define MAXC 16			/* connections: main, urgent, rejoins */
 
 enum drill { STALL_ALL, STALL_URGENT, RESET, DROP_RETURN, ONE_WAY, SLOWLORIS, MITM,
-	LOST_RESUMED, DOOR_LAST };
+	LOST_RESUMED, DOOR_LAST, LOST_RESUMED_SILENT };
 
 /* door.c's LM_DOOR_SLOTS less one: strangers that leave the source the last slot */
 #define DOOR_STRANGERS 63
@@ -68,6 +68,9 @@ struct relay {
 	uint64_t down_until;	/* DROP_RETURN: refuse connections until then */
 	struct leg leg[2 * MAXC];	/* 2k: source to destination, 2k+1 back */
 	int nconn;
+	int sink[MAXC];		/* LOST_RESUMED_SILENT: accepted, never answered */
+	int nsink;
+	double t_fired;		/* lmt_now() at the drill's moment */
 	atomic_int stop;
 	pthread_t tid;
 };
@@ -94,8 +97,10 @@ static void close_all(struct relay *r, bool rst)
 static void fire(struct relay *r)
 {
 	r->fired = true;
+	r->t_fired = lmt_now();
 	switch (r->drill) {
 	case STALL_ALL:
+	case LOST_RESUMED_SILENT:
 		for (int i = 0; i < 2 * r->nconn; i++)
 			r->leg[i].held = true;
 		break;
@@ -168,12 +173,13 @@ static size_t scan(struct relay *r, int i, uint8_t *b, size_t n, bool *now)
 		g->off = 0;
 		/* LOST_RESUMED: not a byte of RESUMED goes on (a header split
 		 * across reads has had its start passed: garbage before a reset) */
-		if (r->drill == LOST_RESUMED && !r->fired && i % 2 && h.type == LM_RESUMED) {
+		if ((r->drill == LOST_RESUMED || r->drill == LOST_RESUMED_SILENT) && !r->fired &&
+		    i % 2 && h.type == LM_RESUMED) {
 			*now = true;
 			return k >= sizeof(h) ? k - sizeof(h) : 0;
 		}
 		if (r->fired || r->drill == MITM || r->drill == STALL_URGENT ||
-		    r->drill == LOST_RESUMED)
+		    r->drill == LOST_RESUMED || r->drill == LOST_RESUMED_SILENT)
 			continue;
 		if (g->push) {
 			*now = true;
@@ -189,6 +195,11 @@ static void accept_one(struct relay *r)
 
 	if (c < 0)
 		return;
+	/* silence: the rejoin connects, and nothing ever answers it */
+	if (r->drill == LOST_RESUMED_SILENT && r->fired && r->nsink < MAXC) {
+		r->sink[r->nsink++] = c;
+		return;
+	}
 	if (r->nconn >= MAXC || lm_now_ns() < r->down_until) {
 		close(c);
 		return;
@@ -273,6 +284,8 @@ static void *relay_main(void *arg)
 		}
 	}
 	close_all(r, false);
+	while (r->nsink)
+		close(r->sink[--r->nsink]);
 	return NULL;
 }
 
@@ -306,6 +319,11 @@ static bool door_holds(pid_t pid, int n, double seconds)
 	return false;
 }
 
+/* The last drill's source: seconds from the drill's moment to its exit. */
+static double drill_src_took;
+/* Both ends' --rejoin */
+static const char *drill_rejoin = "8000";
+
 /* A drill run: its exit statuses; both logs printed for the record. */
 static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 {
@@ -318,8 +336,8 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	snprintf(r.dest, sizeof(r.dest), "%s", daddr);
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
-				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
-				     NULL };
+				     "--verify", "--timeout", "3000", "--rejoin", drill_rejoin, "--size",
+				     "4M", NULL };
 
 		d = lmt_spawn(DERR, NULL, da);
 	}
@@ -339,8 +357,8 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	r.lfd = lmt_listener(raddr, sizeof(raddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", raddr, "--mode", mode,
-				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
-				     "--stale", "0.5", "--bandwidth", "100M", "--precopy", "0.2",
+				     "--verify", "--timeout", "3000", "--rejoin", drill_rejoin, "--size",
+				     "4M", "--stale", "0.5", "--bandwidth", "100M", "--precopy", "0.2",
 				     "--after", "0.3", "--rounds", "2", NULL };
 
 		s = lmt_spawn(SERR, NULL, sa);
@@ -348,6 +366,7 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	/* the relay's thread only after both forks (a fork copies held locks) */
 	assert_int_equal(pthread_create(&r.tid, NULL, relay_main, &r), 0);
 	*s_rc = lmt_status(s);
+	drill_src_took = lmt_now() - r.t_fired;
 	*d_rc = lmt_status(d);
 	atomic_store(&r.stop, 1);
 	pthread_join(r.tid, NULL);
@@ -451,6 +470,36 @@ static void test_lost_resumed_missing(void **state)
 {
 	(void)state;
 	lost_resumed("postcopy-missing");
+}
+
+/*
+ * RESUMED lost in stop-copy mode, and then silence: the link stalls and
+ * every rejoin connects to something that never answers.  The destination
+ * holds every page: it runs on and finishes (exit 0); the source, paused
+ * since SWITCH, gives up at --timeout plus --rejoin (3 + 3 s), handshakes
+ * included, and stays paused saying so (exit 8).  Before the destination
+ * ran on (it stopped a workload it had whole: exit 3) the workload ended
+ * on neither end.
+ */
+static void test_lost_resumed_silent_stopcopy(void **state)
+{
+	int s, d;
+
+	(void)state;
+	drill_rejoin = "3000";
+	drill(LOST_RESUMED_SILENT, "stop-copy", &s, &d);
+	drill_rejoin = "8000";
+	print_message("# the source exited %.2f s after RESUMED was lost\n", drill_src_took);
+	if (s != LM_EXIT_UNDECIDED || d != LM_EXIT_OK) {
+		lmt_file_has(SERR, "@");	/* both logs, for the record */
+		lmt_file_has(DERR, "@");
+	}
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_true(lmt_file_has(DERR, "holds every page"));
+	assert_int_equal(s, LM_EXIT_UNDECIDED);
+	assert_true(lmt_file_has(SERR, "OUTCOME UNKNOWN"));
+	assert_true(lmt_file_has(SERR, "no rejoin within 3000 ms"));
+	assert_true(drill_src_took < 3 + 3 + 4);
 }
 
 /*
@@ -758,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_lost_resumed_minor),
 		cmocka_unit_test(test_lost_resumed_stopcopy),
 		cmocka_unit_test(test_lost_resumed_missing),
+		cmocka_unit_test(test_lost_resumed_silent_stopcopy),
 		cmocka_unit_test(test_door_last_slot),
 		cmocka_unit_test(test_blackhole_connect),
 		cmocka_unit_test(test_blackhole_dns),
