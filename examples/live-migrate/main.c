@@ -402,9 +402,15 @@ static int run_both(const struct lm_opts *o)
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 	char addr[64];
-	int lfd = listen_on(o->addr ? o->addr : "127.0.0.1:0"), status, src;
+	int lfd, status, src;
+	struct lm_room room;
 	pid_t pid;
 
+	/* two regions on this machine, one a side: each end's own check would pass */
+	lm_mem_room(&room, o->backing);
+	if (!lm_mem_fits(&room, 2 * (uint64_t)o->size, "run (source and destination: twice --size)"))
+		return LM_EXIT_NOMEM;
+	lfd = listen_on(o->addr ? o->addr : "127.0.0.1:0");
 	if (lfd < 0 || getsockname(lfd, (struct sockaddr *)&sa, &len))
 		return LM_EXIT_USAGE;
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));

@@ -158,6 +158,17 @@ static void test_source_cgroup(void **state)
 	assert_false(lmt_file_has(SERR, "connect"));
 }
 
+/* lm run holds two regions here: 6 MiB each does not fit in 8 MiB of room. */
+static void test_run_two_regions(void **state)
+{
+	const char *ra[] = { "run", "--size", "6M", "-q", NULL };
+
+	(void)state;
+	assert_true(lmt_expect(spawn_env("LM_CGROUP", v1_8m(), SERR, ra), LM_EXIT_NOMEM));
+	assert_true(lmt_file_has(SERR, "lm: run (source and destination: twice --size): a 12.0 MiB "
+				 "region does not fit: 8.0 MiB left"));
+}
+
 /* No free huge pages: the pool and the file to raise, by name. */
 static void test_source_hugetlb(void **state)
 {
@@ -403,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_room_v2),
 		cmocka_unit_test(test_hugepages_free),
 		cmocka_unit_test(test_source_cgroup),
+		cmocka_unit_test(test_run_two_regions),
 		cmocka_unit_test(test_source_hugetlb),
 		cmocka_unit_test(test_source_hugetlb_cgroup),
 		cmocka_unit_test(test_dest_max_size_capped),
