@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lm.h"
 
@@ -212,6 +213,12 @@ void lm_mem_room(struct lm_room *r, unsigned int backing)
 	} else {
 		char dir[512], size[24];
 		int64_t n = lm_hugepages_free(sysfs ? sysfs : "/sys/kernel/mm/hugepages", page);
+
+		/* no sysfs here (a bare container): unknown, and mmap will say */
+		if (n < 0 && access(sysfs ? sysfs : "/sys/kernel/mm/hugepages", F_OK)) {
+			cgroups_room(r, backing, page);
+			return;
+		}
 
 		page_name(size, sizeof(size), page, " ", "iB");
 		snprintf(dir, sizeof(dir), "%s/hugepages-%zukB", sysfs ? sysfs :
