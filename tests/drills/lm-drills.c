@@ -319,6 +319,84 @@ static bool door_holds(pid_t pid, int n, double seconds)
 	return false;
 }
 
+/*
+ * ---- the outcome table (issue 37, item 1), begun with the deadline rows --
+ * Each row: a mode, a phase and a fault, what each end exited with, and
+ * where the workload is afterwards -- checked against the one rule no row
+ * may break: the workload on neither end while the destination holds
+ * every page (a source that sent no SWITCH holds its own and resumes it:
+ * exit 2).  The rows print as a table when the program ends.
+ */
+struct outcome {
+	const char *mode, *phase, *fault;
+	int src, dst;		/* -1: that end never started */
+	const char *where;
+};
+
+static struct outcome table[32];
+static unsigned int nrows;
+
+/* "with N of M pages mapped" or "pages N of M mapped" in the destination's log */
+static bool dest_holds_all(const char *log)
+{
+	char buf[16384], *p;
+	unsigned long long n, m;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	if (strstr(buf, "holds every page"))
+		return true;
+	for (p = buf; (p = strstr(p, " of ")); p++) {
+		char *q = p, *end;
+
+		while (q > buf && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+		if (q == p || sscanf(q, "%llu of %llu", &n, &m) != 2 || n != m || !m)
+			continue;
+		strtoull(p + 4, &end, 10);
+		if (!strncmp(end, " pages mapped", 13) || !strncmp(end, " mapped", 7))
+			return true;
+	}
+	return false;
+}
+
+/* Record a row from both exits and logs, and hold it to the rule. */
+static void outcome(const char *mode, const char *phase, const char *fault, int src, int dst,
+		    const char *slog, const char *dlog)
+{
+	struct outcome *o = &table[nrows < 32 ? nrows++ : 31];
+	bool holds = dst >= 0 && dest_holds_all(dlog);
+
+	(void)slog;
+	*o = (struct outcome){ mode, phase, fault, src, dst, "neither" };
+	if (dst == LM_EXIT_OK)
+		o->where = "destination";
+	else if (src == LM_EXIT_ABORTED)
+		o->where = "source";
+	else if (dst < 0)
+		o->where = "source (never left)";
+	if (!strcmp(o->where, "neither") && holds)
+		fail_msg("%s %s %s: the destination held every page and the workload is on "
+			 "neither end (source %d, destination %d)", mode, phase, fault, src, dst);
+}
+
+static void table_print(void)
+{
+	print_message("# %-17s %-13s %-24s %6s %6s  %s\n", "mode", "phase", "fault", "source",
+		      "dest", "workload afterwards");
+	for (unsigned int i = 0; i < nrows; i++) {
+		const struct outcome *o = &table[i];
+		char dst[16];
+
+		snprintf(dst, sizeof(dst), o->dst < 0 ? "-" : "%d", o->dst);
+		print_message("# %-17s %-13s %-24s %6d %6s  %s\n", o->mode, o->phase, o->fault,
+			      o->src, dst, o->where);
+	}
+}
+
 /* The last drill's source: seconds from the drill's moment to its exit. */
 static double drill_src_took;
 /* Both ends' --rejoin */
@@ -382,12 +460,9 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	assert_true(r.fired);
 }
 
-/* The link comes back (or another one does): both finish, the same verdict. */
-static void recovers(enum drill what, const char *mode)
+/* The link came back (or another one did): both finished, the same verdict. */
+static void recovered(enum drill what, int s, int d)
 {
-	int s, d;
-
-	drill(what, mode, &s, &d);
 	if (s || d) {
 		lmt_file_has(SERR, "@");	/* both logs, for the record */
 		lmt_file_has(DERR, "@");
@@ -399,6 +474,14 @@ static void recovers(enum drill what, const char *mode)
 		    lmt_file_has(SERR, "verdict came with"));
 	assert_true(lmt_file_has(SERR, "result      ok (exit 0)"));
 	assert_true(lmt_file_has(DERR, "result      ok (exit 0)"));
+}
+
+static void recovers(enum drill what, const char *mode)
+{
+	int s, d;
+
+	drill(what, mode, &s, &d);
+	recovered(what, s, d);
 }
 
 static void test_stall_all(void **state)
@@ -449,7 +532,11 @@ static void test_slowloris(void **state)
  */
 static void lost_resumed(const char *mode)
 {
-	recovers(LOST_RESUMED, mode);
+	int s, d;
+
+	drill(LOST_RESUMED, mode, &s, &d);
+	outcome(mode, "RESUMED lost", "reset", s, d, SERR, DERR);
+	recovered(LOST_RESUMED, s, d);
 	assert_true(lmt_file_has(SERR, "no RESUMED after SWITCH"));
 	assert_false(lmt_file_has(SERR, "resumes on the source"));
 }
@@ -489,6 +576,7 @@ static void test_lost_resumed_silent_stopcopy(void **state)
 	drill_rejoin = "3000";
 	drill(LOST_RESUMED_SILENT, "stop-copy", &s, &d);
 	drill_rejoin = "8000";
+	outcome("stop-copy", "RESUMED lost", "stalled, rejoins silent", s, d, SERR, DERR);
 	print_message("# the source exited %.2f s after RESUMED was lost\n", drill_src_took);
 	if (s != LM_EXIT_UNDECIDED || d != LM_EXIT_OK) {
 		lmt_file_has(SERR, "@");	/* both logs, for the record */
@@ -657,6 +745,7 @@ static void test_blackhole_connect(void **state)
 	took = lmt_now() - t0;
 	print_message("# source to a blackholed destination: exit %d after %.2f s\n", rc, took);
 	nets_down(&n);
+	outcome("minor", "connect", "blackholed", rc, -1, SERR, DERR);
 	assert_int_equal(rc, LM_EXIT_PEER_LOST);
 	/* --timeout and a loaded machine's start-up, not the kernel's SYN retries */
 	assert_true(took < 1.5 + 3);
@@ -704,6 +793,7 @@ static void test_blackhole_dns(void **state)
 	took = lmt_now() - t0;
 	print_message("# source to a name no resolver answers: exit %d after %.2f s\n", rc, took);
 	nets_down(&n);
+	outcome("minor", "name lookup", "resolver blackholed", rc, -1, SERR, DERR);
 	if (rc == 77) {
 		print_message("# skip: no mount namespace for a resolv.conf of the test's own\n");
 		skip();
@@ -781,6 +871,7 @@ static void test_blackhole_postcopy(void **state)
 	print_message("# blackholed mid-postcopy: source %d after %.2f s, destination %d after "
 		      "%.2f s\n", s_rc, ts, d_rc, td);
 	nets_down(&n);
+	outcome("minor", "postcopy", "blackholed", s_rc, d_rc, SERR, DERR);
 	if (s_rc != LM_EXIT_PEER_LOST || d_rc != LM_EXIT_SOURCE_LOST) {
 		lmt_file_has(SERR, "@");	/* both logs, for the record */
 		lmt_file_has(DERR, "@");
@@ -813,10 +904,13 @@ int main(void)
 		cmocka_unit_test(test_blackhole_dns),
 		cmocka_unit_test(test_blackhole_postcopy),
 	};
+	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
 	/* LM_DRILL=test_blackhole* runs those alone */
 	if (getenv("LM_DRILL"))
 		cmocka_set_test_filter(getenv("LM_DRILL"));
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	table_print();
+	return rc;
 }
