@@ -1133,139 +1133,29 @@ static int finish(struct dst *d)
 
 /* ---- setup ------------------------------------------------------------------ */
 
-/* A number from a cgroup file; false when absent or "max". */
-static bool read_u64(const char *dir, const char *file, uint64_t *v)
-{
-	char path[4096], buf[64];
-	unsigned long long x;
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%llu", &x) == 1;
-	fclose(f);
-	*v = x;
-	return ok;
-}
-
 /*
- * Room under the cgroup at dir and each of its ancestors up to root: the
- * smallest limit less usage.  The files are v2's (memory.max,
- * memory.current; hugetlb.<size>.max, .current) or v1's.
+ * The largest region to take, and which limit says so: --max-size, else
+ * --size, else the room (lm_mem_room) -- and never more than the room: a
+ * region past the cgroup's limit is an OOM kill, not a refusal.  0 when
+ * nothing fits at all (no free huge pages).
  */
-static uint64_t cgroup_room(const char *root, const char *path, const char *max_f,
-			    const char *cur_f, uint64_t room, bool *limited)
-{
-	char dir[4096];
-
-	snprintf(dir, sizeof(dir), "%s%s", root, path);
-	for (;;) {
-		uint64_t max, cur;
-		char *slash;
-
-		if (read_u64(dir, max_f, &max) && max < (1ull << 62) && read_u64(dir, cur_f, &cur)) {
-			uint64_t left = max > cur ? max - cur : 0;
-
-			if (left < room) {
-				room = left;
-				*limited = true;
-			}
-		}
-		slash = strrchr(dir, '/');
-		if (!slash || (size_t)(slash - dir) < strlen(root))
-			break;
-		*slash = 0;
-	}
-	return room;
-}
-
-/* This process's cgroup path for a v1 controller, or v2's ("" controller). */
-static bool cgroup_path(const char *ctrl, char *out, size_t len)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/cgroup", "r");
-	bool found = false;
-
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-		if (!c2)
-			continue;
-		*c2 = 0;
-		line[strcspn(c2 + 1, "\n") + (size_t)(c2 + 1 - line)] = 0;
-		if (!strcmp(c1 + 1, ctrl) && strcmp(c2 + 1, "/")) {
-			snprintf(out, len, "%s", c2 + 1);
-			found = true;
-		}
-	}
-	if (f)
-		fclose(f);
-	return found;
-}
-
-/*
- * Free memory for a region of this backing, and which limit says so:
- * --max-size's default.  MemAvailable (free huge pages for hugetlb) and the
- * cgroup's remaining room, whichever is smaller: a destination in a 96 MiB
- * container must not accept 256 MiB and be OOM-killed.  LM_CGROUP names a
- * cgroup directory to read instead of this process's (tests).
- */
-static uint64_t free_memory(unsigned int backing, unsigned int *why)
-{
-	char line[256], path[4096], hmax[64], hcur[64];
-	uint64_t avail = 0, hfree = 0, hsize = 0, v, room;
-	FILE *f = fopen("/proc/meminfo", "r");
-	const char *fake = getenv("LM_CGROUP");
-	bool limited = false;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&v) == 1)
-			avail = v << 10;
-		else if (sscanf(line, "HugePages_Free: %llu", (unsigned long long *)&v) == 1)
-			hfree = v;
-		else if (sscanf(line, "Hugepagesize: %llu kB", (unsigned long long *)&v) == 1)
-			hsize = v << 10;
-	}
-	if (f)
-		fclose(f);
-	room = backing == UFFDM_SHMEM ? avail : hfree * hsize;
-	*why = backing == UFFDM_SHMEM ? LM_LIMIT_MEMAVAIL : LM_LIMIT_HUGEPAGES;
-	snprintf(hmax, sizeof(hmax), "hugetlb.%s.max", backing == UFFDM_HUGETLB_1G ? "1GB" : "2MB");
-	snprintf(hcur, sizeof(hcur), "hugetlb.%s.current",
-		 backing == UFFDM_HUGETLB_1G ? "1GB" : "2MB");
-	if (fake) {
-		room = backing == UFFDM_SHMEM ?
-		       cgroup_room(fake, "", "memory.max", "memory.current", room, &limited) :
-		       cgroup_room(fake, "", hmax, hcur, room, &limited);
-	} else if (backing == UFFDM_SHMEM) {
-		if (cgroup_path("", path, sizeof(path)))
-			room = cgroup_room("/sys/fs/cgroup", path, "memory.max", "memory.current",
-					   room, &limited);
-		if (cgroup_path("memory", path, sizeof(path)))
-			room = cgroup_room("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes",
-					   "memory.usage_in_bytes", room, &limited);
-	} else if (cgroup_path("", path, sizeof(path))) {
-		room = cgroup_room("/sys/fs/cgroup", path, hmax, hcur, room, &limited);
-	}
-	if (limited)
-		*why = backing == UFFDM_SHMEM ? LM_LIMIT_CGROUP : LM_LIMIT_CGROUP_HUGETLB;
-	return room;
-}
-
 static uint64_t max_size(const struct lm_opts *o, unsigned int *why)
 {
-	if (o->max_size) {
-		*why = LM_LIMIT_OPTION;
-		return o->max_size;
+	uint64_t want = o->max_size ? o->max_size : o->size;
+	struct lm_room r;
+
+	lm_mem_room(&r, o->backing);
+	*why = r.limit;
+	if (!o->max_size && !o->size_given)
+		return r.bytes;
+	if (want > r.bytes) {
+		fprintf(stderr, "lm: destination: %s %llu is more than its room: it takes at most "
+			"%llu bytes (%s)\n", o->max_size ? "--max-size" : "--size",
+			(unsigned long long)want, (unsigned long long)r.bytes, r.where);
+		return r.bytes;
 	}
-	if (o->size_given) {
-		*why = LM_LIMIT_SIZE;
-		return o->size;
-	}
-	return free_memory(o->backing, why);
+	*why = o->max_size ? LM_LIMIT_OPTION : LM_LIMIT_SIZE;
+	return want;
 }
 
 static int setup(struct dst *d)
@@ -1370,7 +1260,17 @@ int lm_dest(const struct lm_opts *o, int lfd)
 	{
 		unsigned int why = LM_LIMIT_OPTION;
 		uint64_t max = max_size(o, &why);
+		size_t page = uffdm_backing_page_size(o->backing);
 
+		/* no room for one huge page: no source could be taken */
+		if (max < page && o->backing != UFFDM_SHMEM) {
+			struct lm_room r;
+
+			lm_mem_room(&r, o->backing);
+			lm_mem_fits(&r, page, "destination");
+			free(d);
+			return LM_EXIT_NOMEM;
+		}
 		lm_door_init(&d->door, o, lfd, max);
 		d->door.max_kind = why;
 	}

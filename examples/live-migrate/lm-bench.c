@@ -187,7 +187,7 @@ static void spread(double *v, int n, double out[3])
  * One point of the sweep: the three modes on the same workload, --runs
  * times, the modes interleaved so each run's three share a sitting.
  * Returns 0 when every run verified, 1 when one failed, -1 when lm exited 1
- * (a refused option or a failed setup).
+ * or 10 (a refused option, a failed setup, a region that does not fit).
  */
 static int point(const struct bench *b, char *size, char *stale, char *bw)
 {
@@ -205,9 +205,10 @@ static int point(const struct bench *b, char *size, char *stale, char *bw)
 			struct row r;
 
 			run(args, (int)(sizeof(args) / sizeof(args[0])) - 1, &r);
-			if (r.rc == 1) {
-				printf("%-6s %-6s %-5s | lm exited 1: its message is above\n", size,
-				       stale, bw);
+			/* refused, or the region does not fit (10): the same at every run */
+			if (r.rc == LM_EXIT_USAGE || r.rc == LM_EXIT_NOMEM) {
+				printf("%-6s %-6s %-5s | lm exited %d: its message is above\n", size,
+				       stale, bw, r.rc);
 				return -1;
 			}
 			/* progress for whoever watches: a point can take minutes */
@@ -285,8 +286,9 @@ int main(int argc, char **argv)
 				/*
 				 * lm's exit 1 is a refused option or a failed
 				 * setup: on the first point it would repeat at
-				 * every point; later (a size the huge-page pool
-				 * cannot hold) it is that point's failure.
+				 * every point; later (exit 10: a size the
+				 * huge-page pool or the cgroup cannot hold) it is
+				 * that point's failure.
 				 */
 				if (ret < 0 && !i && !j && !k) {
 					stop_load(b.load, hogs);

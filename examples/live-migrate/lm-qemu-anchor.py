@@ -646,7 +646,8 @@ def lm_run(a, lm, mode, size):
             '--bandwidth', a.bandwidth, '--rtt', a.rtt, '--precopy', a.precopy,
             '--after', a.after, '--verify', '--json', '-q']
     p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if p.returncode == 1:
+    # 10: the region does not fit here (its cgroup, the huge page pool)
+    if p.returncode in (1, 10):
         die(f"lm refused or failed to set up: {p.stderr.strip() or '(no message)'}")
     try:
         rep = json.loads(p.stdout.strip().splitlines()[-1])

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
 
 #include <uffdminor.h>
 
@@ -26,6 +27,8 @@ enum {
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
 	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no word from the destination:
 				 * paused, not resumed here; the operator decides */
+	LM_EXIT_NOMEM = 10,	/* the region does not fit: the cgroup's room, the
+				 * huge page pool (mem.c) */
 	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
 };
 
@@ -336,9 +339,43 @@ void lm_door_rejoin_end(struct lm_door *door);
  * source so (signed), waiting up to wait_ms for it to ask; whether it was. */
 bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms);
 
-/* A TCP connection to "HOST:PORT", TCP_NODELAY; -1 after saying why. */
+/* ---- mem.c: the room a region has --------------------------------------- */
+
+struct lm_room {
+	uint64_t bytes;			/* what fits */
+	unsigned int limit;		/* enum lm_limit: which one set it */
+	size_t pool_page;		/* hugetlb: the pool's page size */
+	char where[4400];		/* the file(s) that say so */
+};
+
+/* MemAvailable or the huge page pool, and the cgroups' limits less usage. */
+void lm_mem_room(struct lm_room *r, unsigned int backing);
+/* Whether size fits; else one line saying which limit and its file. */
+bool lm_mem_fits(const struct lm_room *r, uint64_t size, const char *who);
+/* Parts, for tests on fixture files: */
+void lm_cgroup_room(struct lm_room *r, const char *root, const char *path, const char *max_f,
+		    const char *cur_f, unsigned int limit);
+bool lm_cgroup_path(const char *text, const char *ctrl, char *out, size_t len);
+int64_t lm_hugepages_free(const char *sysfs, size_t page);
+
+/* ---- net.c: names and connections within a deadline ------------------- */
+
+/* lm_connect's wait, when the caller has no deadline of its own */
+#define LM_CONNECT_MS 10000
+
+/* "HOST:PORT" within wait_ms (a numeric host never waits): 0, -ETIMEDOUT,
+ * -ECANCELED or -EINVAL, with a message unless quiet. */
+int lm_resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len, int wait_ms,
+	       bool quiet);
+/* A TCP connection to "HOST:PORT" within wait_ms, lookup included,
+ * TCP_NODELAY; its fd, or -errno (-ETIMEDOUT: no answer) after saying why. */
+int lm_connect_within(const char *addr, int wait_ms, bool quiet);
 int lm_connect(const char *addr);
 int lm_connect_quiet(const char *addr, bool quiet);
+/* ms from now until end (lm_now_ns), at least 1 before it, 0 after. */
+int lm_ms_until(uint64_t end);
+/* The socket buffer size (LM_SOCKBUF overrides; 0: the kernel's). */
+int lm_sockbuf(void);
 int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
 int lm_main(int argc, char **argv);

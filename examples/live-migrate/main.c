@@ -34,7 +34,8 @@ static void usage(FILE *f)
 "  --plaintext          frames authenticated but NOT encrypted: the memory\n"
 "                       crosses the network in clear (warns; both ends must ask)\n"
 "  --max-size N[KMG]    dest: the largest region it accepts (default: --size when\n"
-"                       given, else the free memory)\n"
+"                       given, else the free memory; never more than the room\n"
+"                       its cgroup or the huge page pool leaves)\n"
 "  --mode M             minor (default), stop-copy, postcopy-missing\n"
 "  --size N[KMG]        region size (default 64M)\n"
 "  --backing B          shmem (default) or hugetlb\n"
@@ -55,6 +56,7 @@ static void usage(FILE *f)
 "  --row                the report as one table row (see 'lm row-header')\n"
 "  --plot FILE.png      a timeline of transfer rate and fault latency (gnuplot)\n"
 "  --timeout MS         a connection idle this long is dead (default 10000);\n"
+"                       connect and name lookup give up after it too;\n"
 "                       dest waits for its source's first connection unbounded\n"
 "  --rejoin MS|wait     a link broken after the switch-over may come back within\n"
 "                       MS (default --timeout); 'wait': until the operator\n"
@@ -67,7 +69,10 @@ static void usage(FILE *f)
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
 "      mid-postcopy, 4 verification failed, 5 protocol error, 6 peer lost or\n"
 "      stopped answering, 7 wrong key, 8 outcome unknown (source: after SWITCH\n"
-"      the destination could not be asked; the workload stays paused here)\n");
+"      the destination could not be asked; the workload stays paused here),\n"
+"      10 the region does not fit: the cgroup's room (v2 memory.max less\n"
+"      memory.current, v1 memory.limit_in_bytes less memory.usage_in_bytes)\n"
+"      or no free huge pages (raise /sys/kernel/mm/hugepages/*/nr_hugepages)\n");
 }
 
 static int __attribute__((format(printf, 1, 2))) die_usage(const char *fmt, ...)
@@ -308,39 +313,22 @@ static void check_opts(const struct lm_opts *o)
 	if (!page || o->size % page)
 		die_usage("--size must be a multiple of the page size%s",
 			  o->backing == UFFDM_SHMEM ? "" : " (hugetlb: 2 MiB pages)");
+	if (o->addr && !strrchr(o->addr, ':'))
+		die_usage("address '%s' needs HOST:PORT", o->addr);
 	if (o->wl.threads >= o->size / WL_REC)
 		die_usage("--threads must be below the record count (%zu in --size)",
 			  o->size / WL_REC);
 }
 
-static int resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[256], *colon;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
-	int ret;
-
-	snprintf(host, sizeof(host), "%s", addr);
-	colon = strrchr(host, ':');
-	if (!colon)
-		die_usage("address '%s' needs HOST:PORT", addr);
-	*colon = 0;
-	ret = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
-	if (ret) {
-		fprintf(stderr, "lm: %s: %s\n", addr, gai_strerror(ret));
-		return -EINVAL;
-	}
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	*len = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return 0;
-}
+/* How long a --listen name may take to resolve: --timeout. */
+static int resolve_ms = 10000;
 
 /* A TCP socket for addr, or -1 with a message. */
 static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
 {
 	int fd;
 
-	if (resolve(addr, ss, len))
+	if (lm_resolve(addr, ss, len, resolve_ms, false))
 		return -1;
 	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -356,7 +344,7 @@ static int tcp_socket(const char *addr, struct sockaddr_storage *ss, socklen_t *
 #define LM_SOCKBUF (256 << 10)
 
 /* LM_SOCKBUF=BYTES overrides it, 0 leaves the kernel's autotuning: a probe knob. */
-static int sockbuf(void)
+int lm_sockbuf(void)
 {
 	const char *e = getenv("LM_SOCKBUF");
 
@@ -370,7 +358,7 @@ static int listen_on(const char *addr)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd, one = 1, buf = sockbuf();
+	int fd, one = 1, buf = lm_sockbuf();
 
 	fd = tcp_socket(addr, &ss, &len);
 	if (fd >= 0 && buf > 0)
@@ -382,33 +370,6 @@ static int listen_on(const char *addr)
 	}
 	return fd;
 }
-
-int lm_connect(const char *addr)
-{
-	return lm_connect_quiet(addr, false);
-}
-
-int lm_connect_quiet(const char *addr, bool quiet)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd, one = 1;
-
-	fd = tcp_socket(addr, &ss, &len);
-	if (fd >= 0 && sockbuf() > 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ sockbuf() }, sizeof(int));
-	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
-		if (!quiet)
-			fprintf(stderr, "lm: cannot connect to %s: %s\n", addr, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	/* page requests are small and latency-bound */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
 
 /* lm keygen FILE: a new random key, mode 0600, for both ends. */
 static int keygen(int argc, char **argv)
@@ -446,9 +407,15 @@ static int run_both(const struct lm_opts *o)
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
 	char addr[64];
-	int lfd = listen_on(o->addr ? o->addr : "127.0.0.1:0"), status, src;
+	int lfd, status, src;
+	struct lm_room room;
 	pid_t pid;
 
+	/* two regions on this machine, one a side: each end's own check would pass */
+	lm_mem_room(&room, o->backing);
+	if (!lm_mem_fits(&room, 2 * (uint64_t)o->size, "run (source and destination: twice --size)"))
+		return LM_EXIT_NOMEM;
+	lfd = listen_on(o->addr ? o->addr : "127.0.0.1:0");
 	if (lfd < 0 || getsockname(lfd, (struct sockaddr *)&sa, &len))
 		return LM_EXIT_USAGE;
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
@@ -513,6 +480,7 @@ int lm_main(int argc, char **argv)
 		return 0;
 	}
 	check_opts(&o);
+	resolve_ms = o.timeout_ms;
 	if (o.plaintext)
 		fprintf(stderr, "lm: warning: --plaintext: if the other end asks for it too, the "
 			"workload's memory crosses the network in clear (frames stay "

@@ -62,6 +62,8 @@ const char *lm_limit_name(unsigned int limit)
 		[LM_LIMIT_HUGEPAGES] = "its free huge pages",
 		[LM_LIMIT_CGROUP] = "the room left in its cgroup: memory.max less memory.current",
 		[LM_LIMIT_CGROUP_HUGETLB] = "the room left under its cgroup's hugetlb limit",
+		[LM_LIMIT_CGROUP_V1] = "the room left in its cgroup: memory.limit_in_bytes less "
+				       "memory.usage_in_bytes",
 	};
 
 	return limit < LM_LIMIT_END ? names[limit] : "its limit";

@@ -589,9 +589,13 @@ static int rejoin_once(struct src *s, uint64_t end)
 		ret = connect_one(s, &s->urg, s->addr, "urgent", LM_AUTH_REJOIN_URGENT,
 				  ms_left(end));
 	/* a link that drops again before NEED is through: one more attempt;
-	 * a malformed one (it opened: it is the destination's) ends it */
+	 * a malformed one (it opened: it is the destination's) ends it; NEED
+	 * too comes within the rejoin's deadline */
 	if (!ret) {
+		s->m.timeout_ms = ms_left(end) < s->o->timeout_ms ? ms_left(end) :
+				  s->o->timeout_ms;
 		ret = take_need(s);
+		s->m.timeout_ms = s->o->timeout_ms;
 		s->answered = lm_err_is_protocol(ret);
 	}
 	if (ret) {
@@ -860,15 +864,16 @@ static int setup(struct src *s, const struct lm_opts *o)
 static int connect_one(struct src *s, struct lm_conn *c, const char *addr, const char *name,
 		       unsigned int kind, int timeout_ms)
 {
-	int fd = lm_connect_quiet(addr, s->rejoining), ret;
+	int wait = timeout_ms < s->o->timeout_ms ? timeout_ms : s->o->timeout_ms;
+	int fd = lm_connect_within(addr, wait, s->rejoining), ret;
 
+	/* connect and lookup within the wait: a host that drops SYNs is no hang */
 	if (fd < 0) {
-		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: cannot connect",
-			 name, addr);
-		return -ECONNREFUSED;
+		snprintf(s->m.err, sizeof(s->m.err), "%s connection to %s: %s", name, addr,
+			 fd == -ETIMEDOUT ? "no answer" : "cannot connect");
+		return fd == -ETIMEDOUT || fd == -ECANCELED ? fd : -ECONNREFUSED;
 	}
-	ret = lm_conn_init(c, fd, name, &s->link, timeout_ms < s->o->timeout_ms ? timeout_ms :
-			   s->o->timeout_ms);
+	ret = lm_conn_init(c, fd, name, &s->link, wait);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -909,9 +914,15 @@ static int connect_both(struct src *s, const char *addr)
 
 int lm_source(const struct lm_opts *o, const char *addr)
 {
-	struct src *s = malloc(sizeof(*s));
+	struct src *s;
+	struct lm_room room;
 	int ret;
 
+	/* past the cgroup's room the kernel OOM-kills while formatting: ask first */
+	lm_mem_room(&room, o->backing);
+	if (!lm_mem_fits(&room, o->size, "source"))
+		return LM_EXIT_NOMEM;
+	s = malloc(sizeof(*s));
 	if (!s || setup(s, o))
 		return LM_EXIT_USAGE;
 	wl_format(s->view, s->size, &o->wl);

@@ -112,6 +112,24 @@ int lmt_status(pid_t pid)
 	return WEXITSTATUS(st);
 }
 
+int lmt_status_within(pid_t pid, double seconds)
+{
+	double end = lmt_now() + seconds;
+	int st;
+
+	while (lmt_now() < end) {
+		pid_t got = waitpid(pid, &st, WNOHANG);
+
+		assert_true(got >= 0);
+		if (got == pid)
+			return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
 bool lmt_expect(pid_t pid, int want)
 {
 	int got = lmt_status(pid);

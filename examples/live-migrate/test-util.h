@@ -18,6 +18,9 @@ pid_t lmt_fork(void);
 pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args);
 /* Its exit status, 128 + N when killed by signal N. */
 int lmt_status(pid_t pid);
+/* Its exit status within seconds; -1 (killed, reaped) when it is still
+ * running then: a test of a deadline fails rather than waits. */
+int lmt_status_within(pid_t pid, double seconds);
 /* Whether pid exits with want; prints its stderr file when not. */
 bool lmt_expect(pid_t pid, int want);
 /* Whether path contains word; prints the file when not. */

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -26,7 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <dirent.h>
 #include <cmocka.h>
 #include <k513-test.h>
 
@@ -38,7 +44,10 @@
 #define MAXC 16			/* connections: main, urgent, rejoins */
 
 enum drill { STALL_ALL, STALL_URGENT, RESET, DROP_RETURN, ONE_WAY, SLOWLORIS, MITM,
-	FORGED_REFUSE };
+	FORGED_REFUSE, LOST_RESUMED, DOOR_LAST, LOST_RESUMED_SILENT };
+
+/* door.c's LM_DOOR_SLOTS less one: strangers that leave the source the last slot */
+#define DOOR_STRANGERS 63
 
 struct leg {
 	int from, to;
@@ -60,6 +69,9 @@ struct relay {
 	int forge;		/* FORGED_REFUSE: connections still to answer so */
 	struct leg leg[2 * MAXC];	/* 2k: source to destination, 2k+1 back */
 	int nconn;
+	int sink[MAXC];		/* LOST_RESUMED_SILENT: accepted, never answered */
+	int nsink;
+	double t_fired;		/* lmt_now() at the drill's moment */
 	atomic_int stop;
 	pthread_t tid;
 };
@@ -86,8 +98,10 @@ static void close_all(struct relay *r, bool rst)
 static void fire(struct relay *r)
 {
 	r->fired = true;
+	r->t_fired = lmt_now();
 	switch (r->drill) {
 	case STALL_ALL:
+	case LOST_RESUMED_SILENT:
 		for (int i = 0; i < 2 * r->nconn; i++)
 			r->leg[i].held = true;
 		break;
@@ -110,7 +124,11 @@ static void fire(struct relay *r)
 		for (int i = 1; i < 2 * r->nconn; i += 2)
 			r->leg[i].held = true;
 		break;
+	case LOST_RESUMED:
+		close_all(r, true);
+		break;
 	case MITM:
+	case DOOR_LAST:
 		break;
 	}
 }
@@ -156,7 +174,15 @@ static size_t scan(struct relay *r, int i, uint8_t *b, size_t n, bool *now)
 			*now = true;
 			return k;
 		}
-		if (r->fired || r->drill == MITM || r->drill == STALL_URGENT)
+		/* LOST_RESUMED: not a byte of RESUMED goes on (a header split
+		 * across reads has had its start passed: garbage before a reset) */
+		if ((r->drill == LOST_RESUMED || r->drill == LOST_RESUMED_SILENT) && !r->fired &&
+		    i % 2 && h.type == LM_RESUMED) {
+			*now = true;
+			return k >= sizeof(h) ? k - sizeof(h) : 0;
+		}
+		if (r->fired || r->drill == MITM || r->drill == STALL_URGENT ||
+		    r->drill == LOST_RESUMED || r->drill == LOST_RESUMED_SILENT)
 			continue;
 		if (g->push) {
 			*now = true;
@@ -192,6 +218,11 @@ static void accept_one(struct relay *r)
 		return;
 	if (r->forge > 0) {
 		forge_refuse(r, c);
+		return;
+	}
+	/* silence: the rejoin connects, and nothing ever answers it */
+	if (r->drill == LOST_RESUMED_SILENT && r->fired && r->nsink < MAXC) {
+		r->sink[r->nsink++] = c;
 		return;
 	}
 	if (r->nconn >= MAXC || lm_now_ns() < r->down_until) {
@@ -278,8 +309,123 @@ static void *relay_main(void *arg)
 		}
 	}
 	close_all(r, false);
+	while (r->nsink)
+		close(r->sink[--r->nsink]);
 	return NULL;
 }
+
+/* Whether pid holds at least n TCP connections (its listener aside) within seconds. */
+static bool door_holds(pid_t pid, int n, double seconds)
+{
+	char path[64];
+	double end = lmt_now() + seconds;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	while (lmt_now() < end) {
+		struct dirent *e;
+		DIR *dir = opendir(path);
+		int socks = 0;
+
+		while (dir && (e = readdir(dir))) {
+			char fd[400], to[64];
+			ssize_t len;
+
+			snprintf(fd, sizeof(fd), "%s/%s", path, e->d_name);
+			len = readlink(fd, to, sizeof(to) - 1);
+			if (len > 0 && (to[len] = 0, !strncmp(to, "socket:", 7)))
+				socks++;
+		}
+		if (dir)
+			closedir(dir);
+		if (socks >= n + 1)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/*
+ * ---- the outcome table (issue 37, item 1), begun with the deadline rows --
+ * Each row: a mode, a phase and a fault, what each end exited with, and
+ * where the workload is afterwards -- checked against the one rule no row
+ * may break: the workload on neither end while the destination holds
+ * every page (a source that sent no SWITCH holds its own and resumes it:
+ * exit 2).  The rows print as a table when the program ends.
+ */
+struct outcome {
+	const char *mode, *phase, *fault;
+	int src, dst;		/* -1: that end never started */
+	const char *where;
+};
+
+static struct outcome table[32];
+static unsigned int nrows;
+
+/* "with N of M pages mapped" or "pages N of M mapped" in the destination's log */
+static bool dest_holds_all(const char *log)
+{
+	char buf[16384], *p;
+	unsigned long long n, m;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	if (strstr(buf, "holds every page"))
+		return true;
+	for (p = buf; (p = strstr(p, " of ")); p++) {
+		char *q = p, *end;
+
+		while (q > buf && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+		if (q == p || sscanf(q, "%llu of %llu", &n, &m) != 2 || n != m || !m)
+			continue;
+		strtoull(p + 4, &end, 10);
+		if (!strncmp(end, " pages mapped", 13) || !strncmp(end, " mapped", 7))
+			return true;
+	}
+	return false;
+}
+
+/* Record a row from both exits and logs, and hold it to the rule. */
+static void outcome(const char *mode, const char *phase, const char *fault, int src, int dst,
+		    const char *slog, const char *dlog)
+{
+	struct outcome *o = &table[nrows < 32 ? nrows++ : 31];
+	bool holds = dst >= 0 && dest_holds_all(dlog);
+
+	(void)slog;
+	*o = (struct outcome){ mode, phase, fault, src, dst, "neither" };
+	if (dst == LM_EXIT_OK)
+		o->where = "destination";
+	else if (src == LM_EXIT_ABORTED)
+		o->where = "source";
+	else if (dst < 0)
+		o->where = "source (never left)";
+	if (!strcmp(o->where, "neither") && holds)
+		fail_msg("%s %s %s: the destination held every page and the workload is on "
+			 "neither end (source %d, destination %d)", mode, phase, fault, src, dst);
+}
+
+static void table_print(void)
+{
+	print_message("# %-17s %-13s %-24s %6s %6s  %s\n", "mode", "phase", "fault", "source",
+		      "dest", "workload afterwards");
+	for (unsigned int i = 0; i < nrows; i++) {
+		const struct outcome *o = &table[i];
+		char dst[16];
+
+		snprintf(dst, sizeof(dst), o->dst < 0 ? "-" : "%d", o->dst);
+		print_message("# %-17s %-13s %-24s %6d %6s  %s\n", o->mode, o->phase, o->fault,
+			      o->src, dst, o->where);
+	}
+}
+
+/* The last drill's source: seconds from the drill's moment to its exit. */
+static double drill_src_took;
+/* Both ends' --rejoin */
+static const char *drill_rejoin = "8000";
 
 /* A drill run: its exit statuses; both logs printed for the record. */
 static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
@@ -293,19 +439,29 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	snprintf(r.dest, sizeof(r.dest), "%s", daddr);
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
-				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
-				     NULL };
+				     "--verify", "--timeout", "3000", "--rejoin", drill_rejoin, "--size",
+				     "4M", NULL };
 
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
 	if (what == SLOWLORIS)
 		slow = lmt_slowloris_start(daddr, 50);
+	if (what == DOOR_LAST) {
+		r.fired = true;	/* the strangers are the drill: the relay only relays */
+		slow = lmt_slowloris_start(daddr, DOOR_STRANGERS);
+		/* the door full but for one slot before the source knocks; a
+		 * door with fewer slots never holds them all: the source knocks
+		 * anyway, and it is the source that must get in */
+		if (!door_holds(d, DOOR_STRANGERS, 10))
+			print_message("# the door never held %d strangers at once\n",
+				      DOOR_STRANGERS);
+	}
 	r.lfd = lmt_listener(raddr, sizeof(raddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", raddr, "--mode", mode,
-				     "--verify", "--timeout", "3000", "--rejoin", "8000", "--size", "4M",
-				     "--stale", "0.5", "--bandwidth", "100M", "--precopy", "0.2",
+				     "--verify", "--timeout", "3000", "--rejoin", drill_rejoin, "--size",
+				     "4M", "--stale", "0.5", "--bandwidth", "100M", "--precopy", "0.2",
 				     "--after", "0.3", "--rounds", "2", NULL };
 
 		s = lmt_spawn(SERR, NULL, sa);
@@ -313,6 +469,7 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	/* the relay's thread only after both forks (a fork copies held locks) */
 	assert_int_equal(pthread_create(&r.tid, NULL, relay_main, &r), 0);
 	*s_rc = lmt_status(s);
+	drill_src_took = lmt_now() - r.t_fired;
 	*d_rc = lmt_status(d);
 	atomic_store(&r.stop, 1);
 	pthread_join(r.tid, NULL);
@@ -328,22 +485,28 @@ static void drill(enum drill what, const char *mode, int *s_rc, int *d_rc)
 	assert_true(r.fired);
 }
 
-/* The link comes back (or another one does): both finish, the same verdict. */
-static void recovers(enum drill what, const char *mode)
+/* The link came back (or another one did): both finished, the same verdict. */
+static void recovered(enum drill what, int s, int d)
 {
-	int s, d;
-
-	drill(what, mode, &s, &d);
 	if (s || d) {
 		lmt_file_has(SERR, "@");	/* both logs, for the record */
 		lmt_file_has(DERR, "@");
 	}
 	assert_int_equal(s, LM_EXIT_OK);
 	assert_int_equal(d, LM_EXIT_OK);
-	assert_true(lmt_file_has(SERR, "rejoined the destination") ||
+	/* DOOR_LAST cuts nothing: nothing to rejoin */
+	assert_true(what == DOOR_LAST || lmt_file_has(SERR, "rejoined the destination") ||
 		    lmt_file_has(SERR, "verdict came with"));
 	assert_true(lmt_file_has(SERR, "result      ok (exit 0)"));
 	assert_true(lmt_file_has(DERR, "result      ok (exit 0)"));
+}
+
+static void recovers(enum drill what, const char *mode)
+{
+	int s, d;
+
+	drill(what, mode, &s, &d);
+	recovered(what, s, d);
 }
 
 static void test_stall_all(void **state)
@@ -386,6 +549,86 @@ static void test_slowloris(void **state)
 	recovers(SLOWLORIS, "minor");
 }
 
+/*
+ * RESUMED lost with the link, in each mode: the source, paused since
+ * SWITCH, must not take the workload back on a guess -- it asks by
+ * rejoining and finishes with the destination.  Before that fix it resumed
+ * at home while the destination ran too (source 2, destination 0 or 3).
+ */
+static void lost_resumed(const char *mode)
+{
+	int s, d;
+
+	drill(LOST_RESUMED, mode, &s, &d);
+	outcome(mode, "RESUMED lost", "reset", s, d, SERR, DERR);
+	recovered(LOST_RESUMED, s, d);
+	assert_true(lmt_file_has(SERR, "no RESUMED after SWITCH"));
+	assert_false(lmt_file_has(SERR, "resumes on the source"));
+}
+
+static void test_lost_resumed_minor(void **state)
+{
+	(void)state;
+	lost_resumed("minor");
+}
+
+static void test_lost_resumed_stopcopy(void **state)
+{
+	(void)state;
+	lost_resumed("stop-copy");
+}
+
+static void test_lost_resumed_missing(void **state)
+{
+	(void)state;
+	lost_resumed("postcopy-missing");
+}
+
+/*
+ * RESUMED lost in stop-copy mode, and then silence: the link stalls and
+ * every rejoin connects to something that never answers.  The destination
+ * holds every page: it runs on and finishes (exit 0); the source, paused
+ * since SWITCH, gives up at --timeout plus --rejoin (3 + 3 s), handshakes
+ * included, and stays paused saying so (exit 8).  Before the destination
+ * ran on (it stopped a workload it had whole: exit 3) the workload ended
+ * on neither end.
+ */
+static void test_lost_resumed_silent_stopcopy(void **state)
+{
+	int s, d;
+
+	(void)state;
+	drill_rejoin = "3000";
+	drill(LOST_RESUMED_SILENT, "stop-copy", &s, &d);
+	drill_rejoin = "8000";
+	outcome("stop-copy", "RESUMED lost", "stalled, rejoins silent", s, d, SERR, DERR);
+	print_message("# the source exited %.2f s after RESUMED was lost\n", drill_src_took);
+	if (s != LM_EXIT_UNDECIDED || d != LM_EXIT_OK) {
+		lmt_file_has(SERR, "@");	/* both logs, for the record */
+		lmt_file_has(DERR, "@");
+	}
+	assert_int_equal(d, LM_EXIT_OK);
+	assert_true(lmt_file_has(DERR, "holds every page"));
+	assert_int_equal(s, LM_EXIT_UNDECIDED);
+	assert_true(lmt_file_has(SERR, "OUTCOME UNKNOWN"));
+	assert_true(lmt_file_has(SERR, "no rejoin within 3000 ms"));
+	assert_true(drill_src_took < 3 + 3 + 4);
+}
+
+/*
+ * Strangers hold every handshake slot but the last: the source takes it,
+ * and no handshake is dropped to make room.  A door with fewer slots (one,
+ * or 63) must drop the oldest handshake for each newcomer, and says so:
+ * the source still gets in there (its handshake is the newest, and done in
+ * a round trip), so the drops are what this drill sees.
+ */
+static void test_door_last_slot(void **state)
+{
+	(void)state;
+	recovers(DOOR_LAST, "minor");
+	assert_false(lmt_file_has(DERR, "oldest of a full table"));
+}
+
 /* A page changed on the way: refused by name, the link dropped as if cut;
  * the source rejoins under fresh keys and every page matches. */
 static void test_mitm(void **state)
@@ -408,6 +651,275 @@ static void test_forged_refuse(void **state)
 	assert_true(lmt_file_has(SERR, "rejoined the destination"));
 }
 
+/*
+ * Blackholed links: the source in one network namespace, the destination
+ * in another, a veth pair between them -- and then, in the destination's,
+ * a blackhole route back to the source.  Nothing is refused or reset:
+ * the source's packets arrive, every answer is dropped, so a connect()
+ * hears nothing (the kernel retries its SYN for two minutes) and an
+ * established link goes silent, as behind a router that drops.
+ */
+#define NET_A "10.213.0.1"
+#define NET_B "10.213.0.2"
+#define IP "PATH=/usr/sbin:/sbin:$PATH ip "
+
+struct nets {
+	int home, a, b;		/* network namespaces: ours, the source's, the destination's */
+};
+
+/* A new network namespace, held by an fd; the caller stays in home. */
+static int ns_new(int home)
+{
+	int fd;
+
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_int_equal(setns(home, CLONE_NEWNET), 0);
+	return fd;
+}
+
+static void ns_enter(const struct nets *n, int ns)
+{
+	assert_int_equal(setns(ns, CLONE_NEWNET), 0);
+	(void)n;
+}
+
+static void ns_leave(const struct nets *n)
+{
+	assert_int_equal(setns(n->home, CLONE_NEWNET), 0);
+}
+
+/* A shell command inside ns: whether it succeeded. */
+static bool ns_sh(const struct nets *n, int ns, const char *cmd)
+{
+	int rc;
+
+	ns_enter(n, ns);
+	rc = system(cmd);
+	ns_leave(n);
+	if (rc && !strstr(cmd, "grep -q"))
+		print_message("# '%s' failed (%d)\n", cmd, rc);
+	return rc == 0;
+}
+
+/* Both namespaces and the link between them; skips without the rights. */
+static void nets_up(struct nets *n)
+{
+	char cmd[512];
+
+	n->home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(n->home >= 0);
+	n->a = ns_new(n->home);
+	n->b = n->a < 0 ? -1 : ns_new(n->home);
+	if (n->b < 0) {
+		print_message("# skip: no network namespace (%s): root is needed\n",
+			      strerror(errno));
+		skip();
+	}
+	snprintf(cmd, sizeof(cmd), IP "link set lo up && " IP "link add vA type veth peer name vB "
+		 "netns /proc/%d/fd/%d && " IP "addr add " NET_A "/24 dev vA && " IP "link set vA up",
+		 (int)getpid(), n->b);
+	if (!ns_sh(n, n->a, cmd) || !ns_sh(n, n->b, IP "link set lo up && " IP "addr add " NET_B
+					   "/24 dev vB && " IP "link set vB up")) {
+		print_message("# skip: cannot make a veth pair (iproute2, CONFIG_VETH)\n");
+		skip();
+	}
+	/*
+	 * Until the kernel's link watch activates a device -- up to a second
+	 * later -- its queue drops every packet: a connect then would wait for
+	 * the SYN's retry, the drill's own blackhole.  Wait for "state UP".
+	 */
+	for (int i = 0; i < 250; i++) {
+		if (ns_sh(n, n->a, IP "-o link show vA | grep -q 'state UP'") &&
+		    ns_sh(n, n->b, IP "-o link show vB | grep -q 'state UP'"))
+			return;
+		usleep(20000);
+	}
+	fail_msg("the veth pair never came up");
+}
+
+static void nets_down(struct nets *n)
+{
+	close(n->a);
+	close(n->b);
+	close(n->home);
+}
+
+/* From now on the destination's side drops everything it sends back. */
+static void blackhole(const struct nets *n)
+{
+	assert_true(ns_sh(n, n->b, IP "route add blackhole " NET_A "/32"));
+}
+
+/* lm in a child inside ns */
+static pid_t spawn_in(const struct nets *n, int ns, const char *err, const char *const *args)
+{
+	pid_t pid;
+
+	ns_enter(n, ns);
+	pid = lmt_spawn(err, NULL, args);
+	ns_leave(n);
+	return pid;
+}
+
+/* A destination that drops every answer: connect() gives up at --timeout. */
+static void test_blackhole_connect(void **state)
+{
+	struct nets n;
+	const char *sa[] = { "source", "--key", lmt_key(), "--to", NET_B ":4513", "--timeout",
+			     "1500", "--size", "4M", NULL };
+	double t0, took;
+	int rc;
+
+	(void)state;
+	nets_up(&n);
+	blackhole(&n);
+	t0 = lmt_now();
+	rc = lmt_status_within(spawn_in(&n, n.a, SERR, sa), 15);
+	took = lmt_now() - t0;
+	print_message("# source to a blackholed destination: exit %d after %.2f s\n", rc, took);
+	nets_down(&n);
+	outcome("minor", "connect", "blackholed", rc, -1, SERR, DERR);
+	assert_int_equal(rc, LM_EXIT_PEER_LOST);
+	/* --timeout and a loaded machine's start-up, not the kernel's SYN retries */
+	assert_true(took < 1.5 + 3);
+	assert_true(lmt_file_has(SERR, "no answer within 1500 ms"));
+}
+
+/*
+ * A resolver that never answers (its nameserver behind the blackhole):
+ * the name's lookup gives up at --timeout too.  The child sees its own
+ * /etc/resolv.conf, in a mount namespace of its own.
+ */
+static void test_blackhole_dns(void **state)
+{
+	const char *conf = lmt_path("resolv.conf");
+	struct nets n;
+	double t0, took;
+	FILE *f;
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	nets_up(&n);
+	blackhole(&n);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "nameserver " NET_B "\noptions timeout:20 attempts:2\n");
+	fclose(f);
+	t0 = lmt_now();
+	ns_enter(&n, n.a);
+	pid = lmt_fork();
+	if (!pid) {
+		char *argv[] = { "lm", "source", "--key", (char *)lmt_key(), "--to",
+				 "lm-drill.example:4513", "--timeout", "1500", "--size", "4M", NULL };
+
+		if (!freopen(SERR, "w", stderr))
+			_exit(100);
+		setvbuf(stderr, NULL, _IONBF, 0);
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL))
+			_exit(77);
+		_exit(lm_main(10, argv));
+	}
+	ns_leave(&n);
+	rc = lmt_status_within(pid, 15);
+	took = lmt_now() - t0;
+	print_message("# source to a name no resolver answers: exit %d after %.2f s\n", rc, took);
+	nets_down(&n);
+	outcome("minor", "name lookup", "resolver blackholed", rc, -1, SERR, DERR);
+	if (rc == 77) {
+		print_message("# skip: no mount namespace for a resolv.conf of the test's own\n");
+		skip();
+	}
+	assert_int_equal(rc, LM_EXIT_PEER_LOST);
+	assert_true(took < 1.5 + 3);
+	assert_true(lmt_file_has(SERR, "no answer from the resolver within 1500 ms"));
+}
+
+/* A listening socket on NET_B:0 in the destination's namespace. */
+static int listener_in(const struct nets *n, char *addr, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd;
+
+	inet_pton(AF_INET, NET_B, &sa.sin_addr);
+	ns_enter(n, n->b);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ns_leave(n);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 128), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, len, NET_B ":%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+/*
+ * The link blackholed mid-postcopy for good: each side gives up within
+ * --timeout plus --rejoin -- the source's rejoin connects included --
+ * and says which deadline passed.  The push runs at 1 MB/s, so the
+ * postcopy lasts about 2 s after the destination resumes.
+ */
+static void test_blackhole_postcopy(void **state)
+{
+	struct nets n;
+	char addr[64], lfd_s[16];
+	double t0, ts, td;
+	int lfd, s_rc, d_rc;
+	pid_t d, s;
+
+	(void)state;
+	/* the last drill's logs say "resumed" too: not until this one's do */
+	unlink(DERR);
+	unlink(SERR);
+	nets_up(&n);
+	lfd = listener_in(&n, addr, sizeof(addr));
+	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
+	{
+		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--verify",
+				     "--timeout", "1500", "--rejoin", "3000", "--size", "2M", NULL };
+
+		d = spawn_in(&n, n.b, DERR, da);
+	}
+	close(lfd);
+	{
+		const char *sa[] = { "source", "--key", lmt_key(), "--to", addr, "--verify",
+				     "--timeout", "1500", "--rejoin", "3000", "--size", "2M",
+				     "--stale", "0.9", "--bandwidth", "8M", "--precopy", "0.2",
+				     "--after", "0.3", "--rounds", "1", NULL };
+
+		s = spawn_in(&n, n.a, SERR, sa);
+	}
+	if (!lmt_wait_for(DERR, "destination: resumed", 30)) {
+		lmt_file_has(SERR, "@");
+		fail_msg("the destination never resumed");
+	}
+	blackhole(&n);
+	t0 = lmt_now();
+	s_rc = lmt_status_within(s, 20);
+	ts = lmt_now() - t0;
+	d_rc = lmt_status_within(d, 20);
+	td = lmt_now() - t0;
+	print_message("# blackholed mid-postcopy: source %d after %.2f s, destination %d after "
+		      "%.2f s\n", s_rc, ts, d_rc, td);
+	nets_down(&n);
+	outcome("minor", "postcopy", "blackholed", s_rc, d_rc, SERR, DERR);
+	if (s_rc != LM_EXIT_PEER_LOST || d_rc != LM_EXIT_SOURCE_LOST) {
+		lmt_file_has(SERR, "@");	/* both logs, for the record */
+		lmt_file_has(DERR, "@");
+	}
+	assert_true(lmt_file_has(DERR, "the link broke mid-postcopy"));
+	assert_int_equal(s_rc, LM_EXIT_PEER_LOST);
+	assert_int_equal(d_rc, LM_EXIT_SOURCE_LOST);
+	/* silence for --timeout, then --rejoin, and a loaded machine's slack */
+	assert_true(ts < 1.5 + 3 + 3);
+	assert_true(td < 1.5 + 3 + 3);
+	assert_true(lmt_file_has(SERR, "no rejoin within 3000 ms"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,8 +931,22 @@ int main(void)
 		cmocka_unit_test(test_slowloris),
 		cmocka_unit_test(test_mitm),
 		cmocka_unit_test(test_forged_refuse),
+		cmocka_unit_test(test_lost_resumed_minor),
+		cmocka_unit_test(test_lost_resumed_stopcopy),
+		cmocka_unit_test(test_lost_resumed_missing),
+		cmocka_unit_test(test_lost_resumed_silent_stopcopy),
+		cmocka_unit_test(test_door_last_slot),
+		cmocka_unit_test(test_blackhole_connect),
+		cmocka_unit_test(test_blackhole_dns),
+		cmocka_unit_test(test_blackhole_postcopy),
 	};
+	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* LM_DRILL=test_blackhole* runs those alone */
+	if (getenv("LM_DRILL"))
+		cmocka_set_test_filter(getenv("LM_DRILL"));
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	table_print();
+	return rc;
 }
