@@ -342,12 +342,16 @@ static bool bad_free(const struct kfr_report *r)
 	       !strstr(r->kind, "use-after-free");
 }
 
+/* Append @s, cut at @size - 1 as snprintf() would (but a call a byte of a form was one tenth of a report's cost). */
 static void put(char *buf, size_t size, size_t *len, const char *s)
 {
-	int n = snprintf(buf + *len, size - *len, "%s", s);
+	size_t n = strlen(s);
 
-	if (n > 0)
-		*len = *len + (size_t)n < size ? *len + (size_t)n : size - 1;
+	if (n > size - 1 - *len)
+		n = size - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
 }
 
 /*

@@ -29,6 +29,25 @@ check "$("$kr" --brief "$data/drill-dmesg.log" | wc -l)" 7 "seven drill reports 
 check "$("$kr" --brief <"$data/drill-kmsg.log" | wc -l)" 7 "seven from /dev/kmsg records on stdin"
 check "$("$kr" --json "$data/kunit-dmesg.log" | grep -c '^{"schema":3,"detector":"kfence","kind":')" 23 \
 	"one JSON line per KUnit report, each with the schema version"
+"$kr" --json "$data/drill-dmesg.log" >/dev/full 2>"$t/err"
+check "$?" 1 "a full disk under a file's records (written at the end) exits 1"
+grep_ok "writing the output" "$t/err" "and says what failed"
+# A pipe may be a live log: each report is written as it comes, not when
+# the input ends (a saved file's are written in big blocks).
+mkfifo "$t/livefifo"
+"$kr" --brief <"$t/livefifo" >"$t/live" &
+live=$!
+exec 3>"$t/livefifo"
+cat "$data/drill-dmesg.log" >&3
+i=0
+while [ $i -lt 300 ] && [ "$(wc -l <"$t/live")" -lt 7 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "$(wc -l <"$t/live")" 7 "reports from a pipe come out before the pipe ends"
+exec 3>&-
+wait "$live"
+check "$?" 0 "and the pipe's end ends the run"
 printf 'BUG: KFENCE: use-after-free read in f+0x1/0x2\n' | "$kr" --brief >"$t/out"
 check "$(cat "$t/out")" "- use-after-free read f - - incomplete:truncated" \
 	"a report cut after its title is still printed, as incomplete, with the reason"
