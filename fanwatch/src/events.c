@@ -274,6 +274,116 @@ static void file_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 	}
 }
 
+/*
+ * RENAME_WHITEOUT leaves a whiteout (a 0:0 character device) at the old
+ * name, and the kernel reports no CREATE for it: look.  If it is gone
+ * already, its DELETE is still queued; if a later one is there, its own
+ * rename reports it again, which a consumer takes as a no-op.
+ */
+static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
+			  bool self)
+{
+	struct stat st;
+	int dfd;
+
+	if (!d || !name || (dfd = fw_dir_fd(&c->map, d)) < 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISCHR(st.st_mode) || st.st_rdev)
+		return;
+	fw_emit1(c, FW_CREATE, d, name, false, false, self);
+	snap_note(c, d, name, true, false);
+}
+
+static bool same_fh(const struct fw_obj *a, const struct fw_obj *b)
+{
+	return a->fsid && b->fsid && a->fsid[0] == b->fsid[0] &&
+	       a->fsid[1] == b->fsid[1] &&
+	       a->fh->handle_bytes == b->fh->handle_bytes &&
+	       a->fh->handle_type == b->fh->handle_type &&
+	       !memcmp(a->fh->f_handle, b->fh->f_handle, a->fh->handle_bytes);
+}
+
+/* Both records absent (a directory we do not watch), or the same place. */
+static bool same_place(const struct fw_obj *a, const struct fw_obj *b)
+{
+	if (!a->name || !b->name)
+		return !a->name && !b->name;
+	return !strcmp(a->name, b->name) && same_fh(a, b);
+}
+
+/*
+ * RENAME_EXCHANGE comes as two FAN_RENAMEs, a->b then b->a, each naming
+ * the object it moved.  Two plain renames can look the same (mv a b;
+ * mv b a), but then both name the same object: after the first, the
+ * object at b is the one that came from a.  Needs the child's handle
+ * (FAN_REPORT_TARGET_FID).
+ */
+static bool is_exchange(const struct fw_ctx *c, const struct fw_raw *e1,
+			const struct fw_raw *e2)
+{
+	return c->have_target && (e2->mask & FW_RENAME) &&
+	       (e1->old.name || e1->new.name) &&
+	       same_place(&e1->old, &e2->new) && same_place(&e1->new, &e2->old) &&
+	       e1->child.fsid && e2->child.fsid && !same_fh(&e1->child, &e2->child);
+}
+
+/* A watched directory that now has another's place, or leaves the tree. */
+static void swap_in(struct fw_ctx *c, struct fw_dir *s, struct fw_dir *to,
+		    const char *name)
+{
+	if (s && to && !fw_dir_reparent(s, to, name))
+		s->leaving = false;
+	else if (s)
+		fw_unwatch_tree(c, s);
+}
+
+/* One half of a rename, where d is a directory we watch. */
+static void half(struct fw_ctx *c, struct fw_ev *e, uint32_t mask,
+		 const struct fw_dir *d, const char *name, bool isdir, uint32_t cookie)
+{
+	if (!d)
+		return;
+	e->mask = mask, e->d = d, e->name = name;
+	e->isdir = isdir, e->cookie = cookie;
+	fw_emit(c, e);
+}
+
+/*
+ * Report an exchange as both MOVED_FROMs, then both MOVED_TOs, so a
+ * consumer that pairs cookies detaches both before it attaches either;
+ * nothing is replaced, so there is no DELETE_SELF.
+ */
+static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
+			   const struct fw_raw *e2)
+{
+	const char *an = e1->old.name, *bn = e1->new.name;
+	struct fw_dir *ad = an ? lookup(c, &e1->old) : NULL;
+	struct fw_dir *bd = bn ? lookup(c, &e1->new) : NULL;
+	bool xdir = e1->mask & FW_ONDIR, ydir = e2->mask & FW_ONDIR;
+	bool self = e1->pid == c->pid;
+	struct fw_ev e = { .self = self };
+	struct fw_dir *x = xdir ? subdir(c, e1, ad, an) : NULL;
+	struct fw_dir *y = ydir ? subdir(c, e2, bd, bn) : NULL;
+	uint32_t kx = ++c->cookie, ky = ++c->cookie;
+
+	if (x && !x->parent)
+		x = NULL;	/* a root: its MOVE_SELF follows it */
+	if (y && !y->parent)
+		y = NULL;
+	half(c, &e, FW_MOVED_FROM, ad, an, xdir, kx);
+	half(c, &e, FW_MOVED_FROM, bd, bn, ydir, ky);
+	half(c, &e, FW_MOVED_TO, bd, bn, xdir, kx);
+	half(c, &e, FW_MOVED_TO, ad, an, ydir, ky);
+	snap_note(c, ad, an, true, ydir);
+	snap_note(c, bd, bn, true, xdir);
+	swap_in(c, x, bd, bn);
+	swap_in(c, y, ad, an);
+	if (xdir && !x && bd)
+		adopt_child(c, e1, bd, bn);
+	if (ydir && !y && ad)
+		adopt_child(c, e2, ad, an);
+}
+
 /* FAN_RENAME (5.17+): old and new location in one event. */
 static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 {
@@ -304,6 +414,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		fw_emit(c, &e);
 	snap_note(c, od, on, false, isdir);
 	snap_note(c, nd, nn, true, isdir);
+	whiteout_left(c, od, on, self);
 	if (!isdir)
 		return;
 	replaced(c, nd, nn, s, self);
@@ -371,17 +482,53 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 		name_event_noted(c, ev, d, ev->dir.name);
 }
 
-void fw_handle_buffer(struct fw_ctx *c, const void *buf, size_t len)
+/*
+ * Handle the events in buf; returns the bytes used.  With hold, a
+ * FAN_RENAME at the very end is left unused: it may be the first half of
+ * an exchange whose second half the next read brings.
+ */
+static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool hold)
 {
-	size_t off = 0;
+	size_t off = 0, at;
 	struct fw_raw ev;
 	int r;
 
 	fw_stamp(c);
-	while ((r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
-		if (r == FW_DECODE_OK)
+	while (at = off, (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
+		size_t mid = off, next = off;
+		struct fw_raw ev2;
+
+		if (r != FW_DECODE_OK)
+			continue;
+		if (!(ev.mask & FW_RENAME)) {
 			handle_event(c, &ev);
+			continue;
+		}
+		/*
+		 * An exchange is two events, with the MOVE_SELF of a moved
+		 * directory between them: look past those.
+		 */
+		while ((r = fw_decode(buf, len, &next, &ev2)) == FW_DECODE_OK &&
+		       !(ev2.mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+			;
+		if (r == FW_DECODE_END && hold)
+			return at;
+		if (r == FW_DECODE_OK && is_exchange(c, &ev, &ev2)) {
+			exchange_event(c, &ev, &ev2);
+			while (fw_decode(buf, len, &mid, &ev2) == FW_DECODE_OK &&
+			       !(ev2.mask & FW_RENAME))
+				handle_event(c, &ev2);	/* the MOVE_SELFs */
+			off = next;
+			continue;
+		}
+		handle_event(c, &ev);
 	}
+	return off;
+}
+
+void fw_handle_buffer(struct fw_ctx *c, const void *buf, size_t len)
+{
+	handle_events(c, buf, len, false);
 }
 
 /*
@@ -448,6 +595,7 @@ int fw_run(struct fw_ctx *c)
 		{ .fd = c->hooks.fd, .events = POLLIN },
 	};
 	int64_t last = now_ms(), checked = last;
+	size_t held = 0;	/* bytes of a FAN_RENAME kept at buf's start */
 
 	for (;;) {
 		int64_t t = now_ms(), tmo = 1000;
@@ -471,6 +619,8 @@ int fw_run(struct fw_ctx *c)
 		}
 		if (c->pending && tmo > 10)
 			tmo = 10;	/* directories wait for a rename to be read */
+		if (held && tmo > 2)
+			tmo = 2;	/* an exchange's second half comes at once */
 		if (t - checked >= 1000) {
 			check_roots(c);
 			checked = t;
@@ -494,15 +644,21 @@ int fw_run(struct fw_ctx *c)
 			c->hooks.on_fd(c);
 		/* After a hook (a command ended), read what it caused, too. */
 		if (r > 0 && (p[0].revents || hooked)) {
-			n = read(c->fan, buf, sizeof(buf));
+			n = read(c->fan, (char *)buf + held, sizeof(buf) - held);
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				fw_err("reading fanotify events: %s", strerror(errno));
 				return 1;
 			}
 			if (n > 0) {
-				fw_handle_buffer(c, buf, n);
+				size_t len = held + n, used = handle_events(c, buf, len, true);
+
+				held = len - used;
+				memmove(buf, (char *)buf + used, held);
 				last = now_ms();
 			}
+		} else if (held) {
+			fw_handle_buffer(c, buf, held);	/* no second half came */
+			held = 0;
 		}
 		if (c->pending)
 			fw_retry_pending(c);

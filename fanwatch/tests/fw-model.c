@@ -953,6 +953,13 @@ static void report(const char *name, struct seq *s, const struct verdict *v,
  * literal cases: each failed before its fix.
  */
 static const char *const literal[] = {
+	/* RENAME_EXCHANGE of two watched directories: a false DELETE_SELF */
+	"mkdir w/a;mkdir w/b;create w/a/f;create w/b/g;start;exchange w/a w/b",
+	"mkdir w/a;mkdir w/b;create w/a/f;create w/b/g;start;stop;exchange w/a w/b;cont",
+	/* a directory exchanged with a file: read as two renames in a row */
+	"mkdir w/a;create w/a/f;create w/c;start;exchange w/a w/c",
+	/* the whiteout RENAME_WHITEOUT leaves has no CREATE from the kernel */
+	"create w/a;start;whiteout w/a w/x",
 	NULL
 };
 
