@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "decode.h"
@@ -184,6 +185,31 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 }
 
 /*
+ * Is the object at name now the one a merged event is about?  Another
+ * one (of another type, or another handle) means this one came and went:
+ * create x; rm x; mkdir x merges the file's CREATE and DELETE, and the
+ * directory there now says nothing of their order.
+ */
+static bool is_now(const struct fw_ctx *c, const struct fw_raw *ev, int dfd,
+		   const char *name, const struct stat *st)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char b[128];
+	} h = { .fh.handle_bytes = sizeof(h.b) };
+	const struct file_handle *fh = ev->child.fh;
+	int mnt;
+
+	if (!S_ISDIR(st->st_mode) != !(ev->mask & FW_ONDIR))
+		return false;
+	if (!c->have_target || !ev->child.fsid ||
+	    name_to_handle_at(dfd, name, &h.fh, &mnt, 0))
+		return true;	/* nothing to compare: the type has to do */
+	return h.fh.handle_bytes == fh->handle_bytes && h.fh.handle_type == fh->handle_type &&
+	       !memcmp(h.b, fh->f_handle, fh->handle_bytes);
+}
+
+/*
  * Several bits for one name: the kernel merged them; fstatat says the
  * order.  Returns whether the name exists after the reported events.
  */
@@ -195,7 +221,7 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	int dfd;
 
 	if ((m & APPEAR) && (m & GONE) && (dfd = fw_dir_fd(&c->map, d)) >= 0 &&
-	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && is_now(c, ev, dfd, name, &st)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
 		name_bits(c, ev, d, name, m & ~GONE);

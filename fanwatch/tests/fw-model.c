@@ -960,6 +960,10 @@ static const char *const literal[] = {
 	"mkdir w/a;create w/a/f;create w/c;start;exchange w/a w/c",
 	/* the whiteout RENAME_WHITEOUT leaves has no CREATE from the kernel */
 	"create w/a;start;whiteout w/a w/x",
+	/* a type flip: the file's CREATE and DELETE merged, read as DELETE first */
+	"start;create w/x;flip w/x",
+	"start;mkdir w/x;flip w/x",
+	"unpaired;start;create w/x;flip w/x",
 	NULL
 };
 
