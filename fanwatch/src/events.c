@@ -20,6 +20,8 @@
 
 static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
 		      bool present, bool isdir);
+static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
+			  bool self);
 
 static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 {
@@ -170,6 +172,8 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		if (b & (FW_MOVED_FROM | FW_MOVED_TO))
 			e.cookie = half_cookie(c, ev, b == FW_MOVED_FROM);
 		fw_emit(c, &e);
+		if (b == FW_MOVED_FROM)
+			whiteout_left(c, d, name, self);
 		if (!isdir)
 			continue;
 		if (b == FW_CREATE) {
@@ -428,6 +432,13 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		s = subdir(c, ev, od, on);
 	if (s && !s->parent)
 		s = NULL;	/* a root: its MOVE_SELF follows it */
+	/*
+	 * No new record: the directory it went to is not marked (yet).  If
+	 * that directory's scan already found this one there, it is in the
+	 * tree: pair the MOVED_FROM with where it is now, not "it left".
+	 */
+	if (s && od && !nd && (s->parent != od || strcmp(s->name, on)))
+		nd = s->parent, nn = s->name;
 	if (od && nd) {
 		e.mask = FW_MOVED_FROM | FW_MOVED_TO;
 		e.d = nd, e.name = nn, e.od = od, e.oname = on;

@@ -439,6 +439,30 @@ static bool is_wanted(int fd, const int32_t fsid[2], const struct file_handle *f
 }
 
 /*
+ * A directory we watch, found again by a scan at parent/name: moved here
+ * by a rename not read yet, or seen twice (a bind mount, a root inside
+ * another).  A moved one follows its new place now: when its rename comes
+ * without the new directory's record (that one was not marked yet), the
+ * map already knows it stayed in the tree (events.c pairs the rename with
+ * this place).  A directory reachable at its old place too stays there.
+ */
+static void found_again(struct fw_ctx *c, struct fw_dir *d, struct fw_dir *parent,
+			const char *name)
+{
+	const struct fw_dir *a;
+
+	if (!parent || !d->parent || d->is_file ||
+	    (d->parent == parent && !strcmp(d->name, name)))
+		return;
+	for (a = parent; a; a = a->parent)
+		if (a == d)
+			return;		/* the map is behind: no loop */
+	if (fw_dir_at(c, d->parent, d->name) == d)
+		return;
+	fw_dir_reparent(d, parent, name);
+}
+
+/*
  * Mark the object fd refers to and enter it in the map; fd is then the
  * map's.  Another directory than the one wanted is neither: ENOENT, as if
  * the wanted one had gone (it has, from that name).
@@ -480,6 +504,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	}
 	d = fw_dirmap_find(&c->map, fsid, &h.fh);
 	if (d) {
+		found_again(c, d, parent, name);
 		errno = EEXIST;	/* already watched (bind mount, repeated root) */
 		return NULL;
 	}
@@ -768,9 +793,10 @@ static void adopt_batch(struct fw_ctx *c, struct walk_frame *t, size_t n)
 			todo_add(t, adopt_one(c, d, v[i].name, NULL, false));
 			continue;
 		}
-		if (fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh)) {
+		if ((nd = fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh))) {
 			if (v[i].fd >= 0)
-				close(v[i].fd);	/* already watched (bind mount) */
+				close(v[i].fd);	/* moved here, or a bind mount */
+			found_again(c, nd, d, v[i].name);
 			continue;
 		}
 		nd = fw_dir_new(v[i].fsid, &v[i].fh, v[i].fd, d, v[i].name, v[i].name);

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #ifndef RENAME_NOREPLACE
@@ -273,6 +274,7 @@ static const char *any_entry(const struct cands *c)
 
 static pid_t fw_pid;
 static bool stopped;
+static char *slurp(const char *file, size_t *len);
 
 static int rm_one(const char *p, const struct stat *st, int type, struct FTW *f)
 {
@@ -380,11 +382,78 @@ static void signal_fw(int sig)
 	stopped = sig == SIGSTOP;
 }
 
+/*
+ * During setup only a change in a directory fanwatch has marked can be
+ * reported: one before the mark is what fanwatch's walk finds, the
+ * starting state, as with inotifywait.  So until "Watches established",
+ * an operation waits for the marks on the directories it changes (the
+ * window between a directory's mark and its scan), read from fanwatch's
+ * /proc/PID/fdinfo: "fanotify ino:HEX sdev:HEX ...".
+ */
+static bool established;
+
+static bool is_marked(const struct stat *st)
+{
+	unsigned long want_dev = (major(st->st_dev) << 20) | minor(st->st_dev);
+	char path[64], line[512];
+	bool found = false;
+	int fd;
+
+	for (fd = 3; fd < 16 && !found; fd++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)fw_pid, fd);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (!found && fgets(line, sizeof(line), f)) {
+			unsigned long ino, dev;
+
+			found = sscanf(line, "fanotify ino:%lx sdev:%lx", &ino, &dev) == 2 &&
+				ino == st->st_ino && dev == want_dev;
+		}
+		fclose(f);
+	}
+	return found;
+}
+
+static bool setup_over(void)
+{
+	size_t len;
+	char *b;
+
+	if (!established && (b = slurp("err", &len))) {
+		established = memmem(b, len, "Watches established", 19);
+		free(b);
+	}
+	return established;
+}
+
+static void wait_marked(const char *p)
+{
+	char dir[4200], *slash;
+	struct stat st;
+	int i;
+
+	snprintf(dir, sizeof(dir), "%s", p);
+	if (fw_pid <= 0 || stopped || strncmp(dir, "w/", 2) || !(slash = strrchr(dir, '/')))
+		return;
+	*slash = '\0';
+	for (i = 0; i < 2000 && !setup_over(); i++) {
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode) || is_marked(&st))
+			return;
+		usleep(1000);
+	}
+}
+
 static void exec_op(const struct op *o, int *outside)
 {
 	char q[4200];
 	int fd;
 
+	if (o->k < K_STOP) {
+		wait_marked(o->a);
+		wait_marked(o->b);
+	}
 	switch (o->k) {
 	case K_CREATE: touch(o->a); break;
 	case K_WRITE:
@@ -418,7 +487,12 @@ static void exec_op(const struct op *o, int *outside)
 	case K_TREE: tree(o->a, o->n); break;
 	case K_BURST: burst(o->a, o->n); break;
 	case K_RMTREE: rmtree(o->a); break;
-	case K_STOP: signal_fw(SIGSTOP); break;
+	case K_STOP:
+		/* stopped during setup, it would mark nothing: let it finish */
+		for (fd = 0; fw_pid > 0 && fd < 20000 && !setup_over(); fd++)
+			usleep(1000);
+		signal_fw(SIGSTOP);
+		break;
 	case K_CONT: signal_fw(SIGCONT); break;
 	case K_PAUSE: usleep(o->n * 1000); break;
 	default: break;
@@ -806,6 +880,7 @@ static void replay(const struct seq *s, struct verdict *v)
 	memset(v, 0, sizeof(*v));
 	fresh_case_dir();
 	stopped = false;
+	established = false;
 	fw_pid = -1;
 	for (i = 0; i < s->n; i++) {
 		if (s->v[i].k == K_START)
@@ -830,6 +905,7 @@ static void generate(uint64_t seed, int nops, bool allow_burst, struct seq *s, s
 	memset(v, 0, sizeof(*v));
 	fresh_case_dir();
 	stopped = false;
+	established = false;
 	fw_pid = -1;
 	for (enum kind k = K_EARLY; k <= K_FDCACHE; k++) {
 		if (pick(4))
@@ -964,6 +1040,8 @@ static const char *const literal[] = {
 	"start;create w/x;flip w/x",
 	"start;mkdir w/x;flip w/x",
 	"unpaired;start;create w/x;flip w/x",
+	/* mkdir b; mv a b/, read late: b's scan found a first, then "a left" */
+	"mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
 	NULL
 };
 
