@@ -155,6 +155,26 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 		adopt_child(c, ev, d, name);
 }
 
+/*
+ * Unpaired renames: a watched directory's MOVED_FROM.  If a scan has met
+ * it in the tree already (at a directory not marked when it moved in, so
+ * no MOVED_TO may come), report where it is now; else it leaves unless a
+ * MOVED_TO follows.
+ */
+static void moved_from_dir(struct fw_ctx *c, const struct fw_raw *ev,
+			   struct fw_ev *e, struct fw_dir *s)
+{
+	if (!s->parent || (s->parent == e->d && !strcmp(s->name, e->name))) {
+		s->leaving = true;
+		return;
+	}
+	e->mask = FW_MOVED_TO;
+	e->d = s->parent;
+	e->name = s->name;
+	e->cookie = half_cookie(c, ev, false);
+	fw_emit(c, e);
+}
+
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		      struct fw_dir *d, const char *name, uint32_t bits)
 {
@@ -181,7 +201,7 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		} else if (b == FW_MOVED_TO) {
 			moved_here(c, ev, d, name, self);
 		} else if (b == FW_MOVED_FROM && (s = subdir(c, ev, d, name))) {
-			s->leaving = true;	/* unless a MOVED_TO follows */
+			moved_from_dir(c, ev, &e, s);
 		} else if (b == FW_DELETE && (s = subdir(c, ev, d, name))) {
 			drop_dir(c, s, self);
 		}

@@ -1042,6 +1042,7 @@ static const char *const literal[] = {
 	"unpaired;start;create w/x;flip w/x",
 	/* mkdir b; mv a b/, read late: b's scan found a first, then "a left" */
 	"mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
+	"unpaired;mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
 	NULL
 };
 
