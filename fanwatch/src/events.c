@@ -707,13 +707,15 @@ int fw_run(struct fw_ctx *c)
 				return 1;
 			}
 			if (n > 0) {
-				size_t len = held + n, used = handle_events(c, buf, len, true);
+				/* what a command caused is its own: hold nothing */
+				size_t len = held + n, used = handle_events(c, buf, len, !hooked);
 
 				held = len - used;
 				memmove(buf, (char *)buf + used, held);
 				last = now_ms();
 			}
-		} else if (held) {
+		}
+		if (held && (hooked || n <= 0)) {
 			fw_handle_buffer(c, buf, held);	/* no second half came */
 			held = 0;
 		}
