@@ -1043,6 +1043,8 @@ static const char *const literal[] = {
 	/* mkdir b; mv a b/, read late: b's scan found a first, then "a left" */
 	"mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
 	"unpaired;mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
+	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
+	"mkdir w/a;mkdir w/a/s;create w/a/s/f;mkdir w/e;start;rename w/a w/e",
 	NULL
 };
 
