@@ -539,6 +539,45 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 		name_event_noted(c, ev, d, ev->dir.name);
 }
 
+/* The next event that is not a MOVE_SELF alone (an exchange has those between its halves). */
+static int next_half(const void *buf, size_t len, size_t *off, struct fw_raw *ev)
+{
+	int r;
+
+	while ((r = fw_decode(buf, len, off, ev)) == FW_DECODE_OK &&
+	       !(ev->mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+		;
+	return r;
+}
+
+static bool only(const struct fw_raw *ev, uint64_t bit)
+{
+	return (ev->mask & ~(uint64_t)FW_ONDIR) == bit;
+}
+
+/*
+ * Unpaired renames: an exchange is MOVED_FROM a, MOVED_TO b (object x),
+ * MOVED_FROM b, MOVED_TO a (object y).  Fold it into the two FAN_RENAMEs
+ * it would have been (p), and ask is_exchange().
+ */
+static bool unpaired_exchange(const struct fw_ctx *c, const struct fw_raw e[4],
+			      struct fw_raw p[2])
+{
+	int i;
+
+	if (!only(&e[1], FW_MOVED_TO) || !only(&e[2], FW_MOVED_FROM) ||
+	    !only(&e[3], FW_MOVED_TO) || !same_fh(&e[0].child, &e[1].child) ||
+	    !same_fh(&e[2].child, &e[3].child))
+		return false;
+	for (i = 0; i < 2; i++) {
+		p[i] = e[2 * i];
+		p[i].mask = FW_RENAME | (e[2 * i].mask & FW_ONDIR);
+		p[i].old = e[2 * i].dir;
+		p[i].new = e[2 * i + 1].dir;
+	}
+	return is_exchange(c, &p[0], &p[1]);
+}
+
 /*
  * Handle the events in buf; returns the bytes used.  With hold, a
  * FAN_RENAME at the very end is left unused: it may be the first half of
@@ -552,33 +591,33 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 
 	fw_stamp(c);
 	while (at = off, (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
-		size_t mid = off, next = off;
-		struct fw_raw ev2;
+		struct fw_raw e[4], p[2];
+		size_t next = off, mid = off;
+		int k, n;
 
 		if (r != FW_DECODE_OK)
 			continue;
-		if (!(ev.mask & FW_RENAME)) {
+		n = (ev.mask & FW_RENAME) ? 2 : only(&ev, FW_MOVED_FROM) && c->have_target ? 4 : 1;
+		if (n == 1) {
 			handle_event(c, &ev);
 			continue;
 		}
-		/*
-		 * An exchange is two events, with the MOVE_SELF of a moved
-		 * directory between them: look past those.
-		 */
-		while ((r = fw_decode(buf, len, &next, &ev2)) == FW_DECODE_OK &&
-		       !(ev2.mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+		/* An exchange is 2 (FAN_RENAME) or 4 events: look ahead. */
+		e[0] = ev;
+		for (k = 1; k < n && (r = next_half(buf, len, &next, &e[k])) == FW_DECODE_OK; k++)
 			;
-		if (r == FW_DECODE_END && hold)
+		if (k < n && r == FW_DECODE_END && hold)
 			return at;
-		if (r == FW_DECODE_OK && is_exchange(c, &ev, &ev2)) {
-			exchange_event(c, &ev, &ev2);
-			while (fw_decode(buf, len, &mid, &ev2) == FW_DECODE_OK &&
-			       !(ev2.mask & FW_RENAME))
-				handle_event(c, &ev2);	/* the MOVE_SELFs */
-			off = next;
+		if (k < n || !(n == 2 ? (p[0] = e[0], p[1] = e[1], is_exchange(c, p, p + 1)) :
+			       unpaired_exchange(c, e, p))) {
+			handle_event(c, &ev);
 			continue;
 		}
-		handle_event(c, &ev);
+		exchange_event(c, p, p + 1);
+		while (mid < next && fw_decode(buf, len, &mid, &ev) == FW_DECODE_OK)
+			if (!(ev.mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+				handle_event(c, &ev);	/* the MOVE_SELFs */
+		off = next;
 	}
 	return off;
 }

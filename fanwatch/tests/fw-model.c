@@ -1034,6 +1034,9 @@ static const char *const literal[] = {
 	"mkdir w/a;mkdir w/b;create w/a/f;create w/b/g;start;stop;exchange w/a w/b;cont",
 	/* a directory exchanged with a file: read as two renames in a row */
 	"mkdir w/a;create w/a/f;create w/c;start;exchange w/a w/c",
+	/* the same through the kernel's MOVED_FROM/MOVED_TO (5.13-5.16) */
+	"unpaired;mkdir w/a;mkdir w/b;create w/a/f;create w/b/g;start;exchange w/a w/b",
+	"unpaired;mkdir w/a;create w/a/f;create w/c;start;exchange w/a w/c",
 	/* the whiteout RENAME_WHITEOUT leaves has no CREATE from the kernel */
 	"create w/a;start;whiteout w/a w/x",
 	/* a type flip: the file's CREATE and DELETE merged, read as DELETE first */
