@@ -156,6 +156,16 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 }
 
 /*
+ * A directory the map has somewhere else than d/name: a scan met it where
+ * a rename put it before that rename was read.
+ */
+static bool met_elsewhere(const struct fw_dir *s, const struct fw_dir *d,
+			  const char *name)
+{
+	return s && s->parent && (s->parent != d || !name || strcmp(s->name, name));
+}
+
+/*
  * Unpaired renames: a watched directory's MOVED_FROM.  If a scan has met
  * it in the tree already (at a directory not marked when it moved in, so
  * no MOVED_TO may come), report where it is now; else it leaves unless a
@@ -164,7 +174,7 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 static void moved_from_dir(struct fw_ctx *c, const struct fw_raw *ev,
 			   struct fw_ev *e, struct fw_dir *s)
 {
-	if (!s->parent || (s->parent == e->d && !strcmp(s->name, e->name))) {
+	if (!met_elsewhere(s, e->d, e->name)) {
 		s->leaving = true;
 		return;
 	}
@@ -414,20 +424,27 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 	struct fw_ev e = { .self = self };
 	struct fw_dir *x = xdir ? subdir(c, e1, ad, an) : NULL;
 	struct fw_dir *y = ydir ? subdir(c, e2, bd, bn) : NULL;
+	struct fw_dir *xd = bd, *yd = ad;	/* where each one went */
+	const char *xn = bn, *yn = an;
 	uint32_t kx = ++c->cookie, ky = ++c->cookie;
 
 	if (x && !x->parent)
 		x = NULL;	/* a root: its MOVE_SELF follows it */
 	if (y && !y->parent)
 		y = NULL;
+	/* to a directory not marked then, but whose scan has met it since */
+	if (!bd && met_elsewhere(x, ad, an))
+		xd = x->parent, xn = x->name;
+	if (!ad && met_elsewhere(y, bd, bn))
+		yd = y->parent, yn = y->name;
 	half(c, &e, FW_MOVED_FROM, ad, an, xdir, kx);
 	half(c, &e, FW_MOVED_FROM, bd, bn, ydir, ky);
-	half(c, &e, FW_MOVED_TO, bd, bn, xdir, kx);
-	half(c, &e, FW_MOVED_TO, ad, an, ydir, ky);
+	half(c, &e, FW_MOVED_TO, xd, xn, xdir, kx);
+	half(c, &e, FW_MOVED_TO, yd, yn, ydir, ky);
 	snap_note(c, ad, an, true, ydir);
 	snap_note(c, bd, bn, true, xdir);
-	swap_in(c, x, bd, bn);
-	swap_in(c, y, ad, an);
+	swap_in(c, x, xd, xn);
+	swap_in(c, y, yd, yn);
 	if (xdir && !x && bd)
 		adopt_child(c, e1, bd, bn);
 	if (ydir && !y && ad)
@@ -457,7 +474,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	 * that directory's scan already found this one there, it is in the
 	 * tree: pair the MOVED_FROM with where it is now, not "it left".
 	 */
-	if (s && od && !nd && (s->parent != od || strcmp(s->name, on)))
+	if (od && !nd && met_elsewhere(s, od, on))
 		nd = s->parent, nn = s->name;
 	if (od && nd) {
 		e.mask = FW_MOVED_FROM | FW_MOVED_TO;

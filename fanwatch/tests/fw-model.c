@@ -1046,6 +1046,9 @@ static const char *const literal[] = {
 	/* mkdir b; mv a b/, read late: b's scan found a first, then "a left" */
 	"mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
 	"unpaired;mkdir w/a;create w/a/f;start;stop;mkdir w/b;rename w/a w/b/m;cont",
+	/* exchanged with a directory not marked yet, whose scan met it first */
+	"movein w/a 5;start;tree w/a/t2/d 3;exchange w/a/t1/s1 w/a/t2/d/t1/s1",
+	"tree w/c 21;start;chain w/c/y 39;exchange w/c/y/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d w/c/t1/s13",
 	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
 	"mkdir w/a;mkdir w/a/s;create w/a/s/f;mkdir w/e;start;rename w/a w/e",
 	NULL
