@@ -303,8 +303,15 @@ static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 		fw_emit1(c, FW_MOVE_SELF, d, "", true, false, self);
 		if (!d->parent)
 			follow_root(d);
-		else if (!c->have_rename && d->leaving)
-			fw_unwatch_tree(c, d);	/* its MOVED_FROM had no MOVED_TO */
+		else if (!c->have_rename && d->leaving) {
+			/*
+			 * Its MOVED_FROM had no MOVED_TO: it left.  d is freed,
+			 * and a DELETE_SELF merged into this event is out of
+			 * the tree too.
+			 */
+			fw_unwatch_tree(c, d);
+			return;
+		}
 	}
 	if (ev->mask & FW_DELETE_SELF) {
 		fw_emit1(c, FW_DELETE_SELF, d, "", true, false, self);
