@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -1006,6 +1007,10 @@ static void report(const char *name, struct seq *s, const struct verdict *v,
 		fflush(stdout);
 		return;
 	}
+	if (!strncmp(name, "todo", 4)) {
+		printf("not ok %u - %s: %s # TODO issue 34, not fixed yet\n", ntest, name, v->why);
+		return;
+	}
 	failed = 1;
 	printf("not ok %u - %s: %s\n# sequence (%zu ops): ", ntest, name, v->why, s->n);
 	print_seq(stdout, s);
@@ -1049,12 +1054,62 @@ static const char *const literal[] = {
 	/* exchanged with a directory not marked yet, whose scan met it first */
 	"movein w/a 5;start;tree w/a/t2/d 3;exchange w/a/t1/s1 w/a/t2/d/t1/s1",
 	"tree w/c 21;start;chain w/c/y 39;exchange w/c/y/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d w/c/t1/s13",
+	/* a use after free: MOVE_SELF (left the tree) merged with DELETE_SELF */
+	"unpaired;movein w/d 3;start;movein w/d/b 5;rename w/d/t1/s1 w/d/b/t3/d;flip w/d/b/t3/d",
 	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
 	"mkdir w/a;mkdir w/a/s;create w/a/s/f;mkdir w/e;start;rename w/a w/e",
 	NULL
 };
 
+/*
+ * Found and not fixed yet: run, reported as TAP TODO (not a failure).
+ * A directory moved in, then exchanged with a file in a tree moved in
+ * after it, all read late: the stale MOVED_TO of the first move puts the
+ * directory back in the map where it no longer is, and the exchange
+ * then unwatches it (its new subdirectory's CREATE is lost).
+ */
+static const char *const todo[] = {
+	"start;movein w/c 2;movein w/a 3;exchange w/a w/c/t0/g0;mkdir w/c/t0/g0/t0/a;pause 28;mkdir w/c/t0/g0/t0/a/x",
+	NULL
+};
+
 static uint64_t fixed_seeds[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+
+/*
+ * As root: a tmpfs of its own under /tmp (the guests' /tmp may be none),
+ * or else a tmpfs directory; a child drops to uid 65534 and runs the
+ * test, the parent unmounts after it.
+ */
+static void as_nobody(void)
+{
+	char mnt[64] = "/tmp/fw-model.XXXXXX";
+	bool mounted;
+	pid_t pid;
+	int st;
+
+	if (!mkdtemp(mnt))
+		return;
+	mounted = !mount("fw-model", mnt, "tmpfs", 0, "size=512m,mode=0755");
+	if (!mounted) {
+		rmdir(mnt);
+		return;		/* private_dir() looks for a tmpfs directory */
+	}
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		snprintf(base, sizeof(base), "%s/model", mnt);
+		if (mkdir(base, 0755) || chown(base, NOBODY, NOBODY) || setgroups(0, NULL) ||
+		    setgid(NOBODY) || setuid(NOBODY))
+			die("dropping to uid 65534");
+		return;
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		st = 1 << 8;
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
 
 static void private_dir(const char *arg)
 {
@@ -1069,6 +1124,11 @@ static void private_dir(const char *arg)
 			die(base);
 		return;
 	}
+	if (geteuid() == 0) {
+		as_nobody();
+		if (base[0])
+			return;		/* the child, on its own tmpfs */
+	}
 	for (i = 0; cands[i]; i++) {
 		if (statfs(cands[i], &sf) || sf.f_type != 0x01021994)	/* TMPFS_MAGIC */
 			continue;
@@ -1077,7 +1137,7 @@ static void private_dir(const char *arg)
 			break;
 	}
 	if (!cands[i]) {
-		printf("1..0 # SKIP no writable tmpfs directory (/dev/shm, /tmp)\n");
+		printf("1..0 # SKIP no tmpfs to work in (cannot mount one, no /dev/shm or /tmp tmpfs)\n");
 		exit(0);
 	}
 	if (geteuid() == 0) {
@@ -1163,12 +1223,21 @@ int main(int argc, char **argv)
 			int t;
 
 			parse_seq(literal[i], &s);
-			snprintf(name, sizeof(name), "literal %d", i);
+			snprintf(name, sizeof(name), "literal %d: %.90s", i, literal[i]);
 			for (t = 0; t < 3; t++) {	/* timing: three tries to show it */
 				replay(&s, &v);
 				if (v.fail)
 					break;
 			}
+			report(name, &s, &v, 0);
+			free(s.v);
+		}
+		for (i = 0; literals && todo[i]; i++) {
+			struct seq s = { 0 };
+
+			parse_seq(todo[i], &s);
+			snprintf(name, sizeof(name), "todo %d: %.90s", i, todo[i]);
+			replay(&s, &v);
 			report(name, &s, &v, 0);
 			free(s.v);
 		}
@@ -1189,7 +1258,8 @@ int main(int argc, char **argv)
 
 			/* one seed in eight overflows the queue: ~0.3 s each */
 			generate(seed, nops, seconds && seed % 8 == 0, &s, &v);
-			snprintf(name, sizeof(name), "seed %llu", (unsigned long long)seed);
+			snprintf(name, sizeof(name), "seed %llu%s", (unsigned long long)seed,
+				 seconds || have_seed ? "" : " (random: rerun with --seed)");
 			report(name, &s, &v, shrink_s * 1000);
 			free(s.v);
 			seed++;
