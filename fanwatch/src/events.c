@@ -580,6 +580,15 @@ static bool only(const struct fw_raw *ev, uint64_t bit)
 }
 
 /*
+ * A MOVED_TO, maybe with the DELETE of the same object at the same name
+ * merged into it (exchange, then rm): that DELETE is handled after.
+ */
+static bool arrived(const struct fw_raw *ev)
+{
+	return only(ev, FW_MOVED_TO) || only(ev, FW_MOVED_TO | FW_DELETE);
+}
+
+/*
  * Unpaired renames: an exchange is MOVED_FROM a, MOVED_TO b (object x),
  * MOVED_FROM b, MOVED_TO a (object y).  Fold it into the two FAN_RENAMEs
  * it would have been (p), and ask is_exchange().
@@ -589,8 +598,8 @@ static bool unpaired_exchange(const struct fw_ctx *c, const struct fw_raw e[4],
 {
 	int i;
 
-	if (!only(&e[1], FW_MOVED_TO) || !only(&e[2], FW_MOVED_FROM) ||
-	    !only(&e[3], FW_MOVED_TO) || !same_fh(&e[0].child, &e[1].child) ||
+	if (!arrived(&e[1]) || !only(&e[2], FW_MOVED_FROM) ||
+	    !arrived(&e[3]) || !same_fh(&e[0].child, &e[1].child) ||
 	    !same_fh(&e[2].child, &e[3].child))
 		return false;
 	for (i = 0; i < 2; i++) {
@@ -641,6 +650,11 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		while (mid < next && fw_decode(buf, len, &mid, &ev) == FW_DECODE_OK)
 			if (!(ev.mask & ~(FW_MOVE_SELF | FW_ONDIR)))
 				handle_event(c, &ev);	/* the MOVE_SELFs */
+		for (k = 1; n == 4 && k < 4; k += 2) {
+			e[k].mask &= ~(uint64_t)FW_MOVED_TO;
+			if (e[k].mask & FW_DELETE)
+				handle_event(c, &e[k]);	/* merged into it */
+		}
 		off = next;
 	}
 	return off;
