@@ -611,6 +611,35 @@ static bool unpaired_exchange(const struct fw_ctx *c, const struct fw_raw e[4],
 	return is_exchange(c, &p[0], &p[1]);
 }
 
+/* The n events at e as the two FAN_RENAMEs of an exchange (p), if they are. */
+static bool as_exchange(const struct fw_ctx *c, const struct fw_raw e[4], int n,
+			struct fw_raw p[2])
+{
+	static const struct fw_obj none;
+	int i;
+
+	if (n == 4)
+		return unpaired_exchange(c, e, p);
+	p[0] = e[0];
+	p[1] = e[1];
+	if (e[0].mask & FW_RENAME)
+		return is_exchange(c, p, p + 1);
+	/*
+	 * Unpaired, with the other place not watched (or not marked yet):
+	 * only MOVED_TO x (one object), MOVED_FROM x (the other) come, in
+	 * an order that reads as the new one leaving.
+	 */
+	if (!only(&e[1], FW_MOVED_FROM))
+		return false;
+	for (i = 0; i < 2; i++)
+		p[i].mask = FW_RENAME | (e[i].mask & FW_ONDIR);
+	p[0].old = none;
+	p[0].new = e[0].dir;
+	p[1].old = e[1].dir;
+	p[1].new = none;
+	return is_exchange(c, p, p + 1);
+}
+
 /*
  * Handle the events in buf; returns the bytes used.  With hold, a
  * FAN_RENAME at the very end is left unused: it may be the first half of
@@ -630,7 +659,8 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 
 		if (r != FW_DECODE_OK)
 			continue;
-		n = (ev.mask & FW_RENAME) ? 2 : only(&ev, FW_MOVED_FROM) && c->have_target ? 4 : 1;
+		n = (ev.mask & FW_RENAME) ? 2 : !c->have_target ? 1 :
+		    only(&ev, FW_MOVED_FROM) ? 4 : only(&ev, FW_MOVED_TO) ? 2 : 1;
 		if (n == 1) {
 			handle_event(c, &ev);
 			continue;
@@ -641,8 +671,7 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 			;
 		if (k < n && r == FW_DECODE_END && hold)
 			return at;
-		if (k < n || !(n == 2 ? (p[0] = e[0], p[1] = e[1], is_exchange(c, p, p + 1)) :
-			       unpaired_exchange(c, e, p))) {
+		if (k < n || !as_exchange(c, e, n, p)) {
 			handle_event(c, &ev);
 			continue;
 		}

@@ -1042,6 +1042,8 @@ static const char *const literal[] = {
 	/* the same through the kernel's MOVED_FROM/MOVED_TO (5.13-5.16) */
 	"unpaired;mkdir w/a;mkdir w/b;create w/a/f;create w/b/g;start;exchange w/a w/b",
 	"unpaired;mkdir w/a;create w/a/f;create w/c;start;exchange w/a w/c",
+	/* ... with a directory not marked yet: MOVED_TO x came before MOVED_FROM x */
+	"unpaired;create w/a;mkdir w/c;link w/a w/c/x;start;mkdir w/c/y;mkdir w/c/y/d;create w/c/y/d/f;exchange w/c/y/d w/c/x",
 	/* ... with the last MOVED_TO and a DELETE of that object merged */
 	"unpaired;mkdir w/y;create w/a;start;exchange w/y w/a;flip w/y",
 	/* the whiteout RENAME_WHITEOUT leaves has no CREATE from the kernel */
