@@ -156,16 +156,6 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 }
 
 /*
- * A directory the map has somewhere else than d/name: a scan met it where
- * a rename put it before that rename was read.
- */
-static bool met_elsewhere(const struct fw_dir *s, const struct fw_dir *d,
-			  const char *name)
-{
-	return s && s->parent && (s->parent != d || !name || strcmp(s->name, name));
-}
-
-/*
  * Unpaired renames: a watched directory's MOVED_FROM.  If a scan has met
  * it in the tree already (at a directory not marked when it moved in, so
  * no MOVED_TO may come), report where it is now; else it leaves unless a
@@ -174,15 +164,19 @@ static bool met_elsewhere(const struct fw_dir *s, const struct fw_dir *d,
 static void moved_from_dir(struct fw_ctx *c, const struct fw_raw *ev,
 			   struct fw_ev *e, struct fw_dir *s)
 {
-	if (!met_elsewhere(s, e->d, e->name)) {
+	const char *name;
+	struct fw_dir *p = s->parent ? fw_met_at(c, s, &name) : NULL;
+
+	if (!p) {
 		s->leaving = true;
 		return;
 	}
 	e->mask = FW_MOVED_TO;
-	e->d = s->parent;
-	e->name = s->name;
+	e->d = p;
+	e->name = name;
 	e->cookie = half_cookie(c, ev, false);
 	fw_emit(c, e);
+	fw_dir_reparent(s, p, name);
 }
 
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
@@ -208,6 +202,8 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 			continue;
 		if (b == FW_CREATE) {
 			adopt_child(c, ev, d, name);
+			if ((s = subdir(c, ev, d, name)) && s->quiet)
+				fw_report_quiet(c, s);
 		} else if (b == FW_MOVED_TO) {
 			moved_here(c, ev, d, name, self);
 		} else if (b == FW_MOVED_FROM && (s = subdir(c, ev, d, name))) {
@@ -431,8 +427,8 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 	struct fw_ev e = { .self = self };
 	struct fw_dir *x = xdir ? subdir(c, e1, ad, an) : NULL;
 	struct fw_dir *y = ydir ? subdir(c, e2, bd, bn) : NULL;
-	struct fw_dir *xd = bd, *yd = ad;	/* where each one went */
-	const char *xn = bn, *yn = an;
+	struct fw_dir *xd = bd, *yd = ad, *p;	/* where each one went */
+	const char *xn = bn, *yn = an, *n;
 	uint32_t kx = ++c->cookie, ky = ++c->cookie;
 
 	if (x && !x->parent)
@@ -440,10 +436,10 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 	if (y && !y->parent)
 		y = NULL;
 	/* to a directory not marked then, but whose scan has met it since */
-	if (!bd && met_elsewhere(x, ad, an))
-		xd = x->parent, xn = x->name;
-	if (!ad && met_elsewhere(y, bd, bn))
-		yd = y->parent, yn = y->name;
+	if (!bd && x && (p = fw_met_at(c, x, &n)))
+		xd = p, xn = n;
+	if (!ad && y && (p = fw_met_at(c, y, &n)))
+		yd = p, yn = n;
 	half(c, &e, FW_MOVED_FROM, ad, an, xdir, kx);
 	half(c, &e, FW_MOVED_FROM, bd, bn, ydir, ky);
 	half(c, &e, FW_MOVED_TO, xd, xn, xdir, kx);
@@ -465,7 +461,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	bool isdir = ev->mask & FW_ONDIR, self = ev->pid == c->pid;
 	const char *on = ev->old.name, *nn = ev->new.name;
 	struct fw_ev e = { .isdir = isdir, .self = self, .cookie = ++c->cookie };
-	struct fw_dir *s = NULL;
+	struct fw_dir *s = NULL, *p;
+	const char *mn;
 
 	/* The kernel leaves out the record of a directory we do not watch. */
 	if (!on)
@@ -481,8 +478,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	 * that directory's scan already found this one there, it is in the
 	 * tree: pair the MOVED_FROM with where it is now, not "it left".
 	 */
-	if (od && !nd && met_elsewhere(s, od, on))
-		nd = s->parent, nn = s->name;
+	if (od && !nd && s && (p = fw_met_at(c, s, &mn)))
+		nd = p, nn = mn;
 	if (od && nd) {
 		e.mask = FW_MOVED_FROM | FW_MOVED_TO;
 		e.d = nd, e.name = nn, e.od = od, e.oname = on;
@@ -499,9 +496,11 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	if (!isdir)
 		return;
 	replaced(c, nd, nn, s, self);
-	if (s && nd && !fw_dir_reparent(s, nd, nn))
+	if (s && nd && !fw_dir_reparent(s, nd, nn)) {
 		s->leaving = false;
-	else if (s)
+		if (!on && s->quiet)
+			fw_report_quiet(c, s);	/* came in during setup */
+	} else if (s)
 		fw_unwatch_tree(c, s);		/* it left the watched tree */
 	else if (nd)
 		adopt_child(c, ev, nd, nn);	/* it came in: report what it holds */

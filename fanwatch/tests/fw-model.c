@@ -1058,6 +1058,11 @@ static const char *const literal[] = {
 	/* exchanged with a directory not marked yet, whose scan met it first */
 	"movein w/a 5;start;tree w/a/t2/d 3;exchange w/a/t1/s1 w/a/t2/d/t1/s1",
 	"tree w/c 21;start;chain w/c/y 39;exchange w/c/y/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d w/c/t1/s13",
+	/* a scan met t3 where its rename put it: later DELETEs inside it were
+	   printed at that place, before the rename that took it there */
+	"tree w/b 15;exchange w/b/t1/s5 w/b/t2/s6/f;start;mkdir w/b/t2/s6/f/y;movein w/b/t2/s6/f/y/y 5;unlink w/b/t3/s7/f;unlink w/b/t2/s6/f/y/y/t0/s4/f;rename w/b/t3 w/b/t2/s6/f/y/y/t0/s4",
+	/* moved in during setup, after the root's mark, before its walk */
+	"early;tree w/a 40;start;movein w/y 4",
 	/* a use after free: MOVE_SELF (left the tree) merged with DELETE_SELF */
 	"unpaired;movein w/d 3;start;movein w/d/b 5;rename w/d/t1/s1 w/d/b/t3/d;flip w/d/b/t3/d",
 	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
