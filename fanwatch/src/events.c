@@ -156,6 +156,27 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 }
 
 /*
+ * Where a watched directory that a rename took to a place out of view
+ * (not marked then) is in the tree now, if it is: where a scan met it
+ * (noted), or where a scan adopted it before the rename was read (the
+ * map has it somewhere else than d/name).  NULL: it left the tree.
+ */
+static struct fw_dir *found_at(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *d,
+			       const char *name, const char **at)
+{
+	struct fw_dir *p;
+
+	if (!s || !s->parent)
+		return NULL;
+	if ((p = fw_met_at(c, s, at)))
+		return p;
+	if (s->parent == d && name && !strcmp(s->name, name))
+		return NULL;
+	*at = s->name;
+	return s->parent;
+}
+
+/*
  * Unpaired renames: a watched directory's MOVED_FROM.  If a scan has met
  * it in the tree already (at a directory not marked when it moved in, so
  * no MOVED_TO may come), report where it is now; else it leaves unless a
@@ -165,7 +186,7 @@ static void moved_from_dir(struct fw_ctx *c, const struct fw_raw *ev,
 			   struct fw_ev *e, struct fw_dir *s)
 {
 	const char *name;
-	struct fw_dir *p = s->parent ? fw_met_at(c, s, &name) : NULL;
+	struct fw_dir *p = found_at(c, s, e->d, e->name, &name);
 
 	if (!p) {
 		s->leaving = true;
@@ -436,9 +457,9 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 	if (y && !y->parent)
 		y = NULL;
 	/* to a directory not marked then, but whose scan has met it since */
-	if (!bd && x && (p = fw_met_at(c, x, &n)))
+	if (!bd && (p = found_at(c, x, ad, an, &n)))
 		xd = p, xn = n;
-	if (!ad && y && (p = fw_met_at(c, y, &n)))
+	if (!ad && (p = found_at(c, y, bd, bn, &n)))
 		yd = p, yn = n;
 	half(c, &e, FW_MOVED_FROM, ad, an, xdir, kx);
 	half(c, &e, FW_MOVED_FROM, bd, bn, ydir, ky);
@@ -478,7 +499,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	 * that directory's scan already found this one there, it is in the
 	 * tree: pair the MOVED_FROM with where it is now, not "it left".
 	 */
-	if (od && !nd && s && (p = fw_met_at(c, s, &mn)))
+	if (od && !nd && (p = found_at(c, s, od, on, &mn)))
 		nd = p, nn = mn;
 	if (od && nd) {
 		e.mask = FW_MOVED_FROM | FW_MOVED_TO;

@@ -1061,6 +1061,8 @@ static const char *const literal[] = {
 	/* a scan met t3 where its rename put it: later DELETEs inside it were
 	   printed at that place, before the rename that took it there */
 	"tree w/b 15;exchange w/b/t1/s5 w/b/t2/s6/f;start;mkdir w/b/t2/s6/f/y;movein w/b/t2/s6/f/y/y 5;unlink w/b/t3/s7/f;unlink w/b/t2/s6/f/y/y/t0/s4/f;rename w/b/t3 w/b/t2/s6/f/y/y/t0/s4",
+	/* ... and one a scan adopted (new to it) before its CREATE and rename */
+	"mkdir w/d;mkdir w/d/d;movein w/d/d/y 6;start;mkdir w/d/d/y/t3/d;chain w/d/d/y/t0/b 13;rename w/d/d/y/t0/b w/d/d/y/t3/d/m;rmtree w/d/d/y/t3/d/m/d/d/d/d/d/d/d;pause 26;rmdir w/d/d/y/t3/d/m/d/d/d/d/d/d",
 	/* moved in during setup, after the root's mark, before its walk */
 	"early;tree w/a 40;start;movein w/y 4",
 	/* a use after free: MOVE_SELF (left the tree) merged with DELETE_SELF */
