@@ -996,6 +996,21 @@ static void shrink(struct seq *s, int64_t budget_ms)
 static unsigned int ntest;
 static int failed;
 
+/* The failed run's stream, for the log (the kept directory may not last). */
+static void print_stream(void)
+{
+	size_t len, i, n = 0;
+	char *b = slurp("stream", &len);
+
+	for (i = 0; b && i < len && n < 40; n++) {
+		size_t l = strnlen(b + i, len - i);
+
+		printf("# stream: %.*s\n", (int)(l > 200 ? 200 : l), b + i);
+		i += l + 1;
+	}
+	free(b);
+}
+
 static void report(const char *name, struct seq *s, const struct verdict *v,
 		   int64_t shrink_ms)
 {
@@ -1015,6 +1030,7 @@ static void report(const char *name, struct seq *s, const struct verdict *v,
 	printf("not ok %u - %s: %s\n# sequence (%zu ops): ", ntest, name, v->why, s->n);
 	print_seq(stdout, s);
 	printf("\n");
+	print_stream();
 	snprintf(keep, sizeof(keep), "%s/failed-%u", base, ntest);
 	if (chdir(base) == 0)
 		rename("run", keep);
@@ -1081,6 +1097,12 @@ static const char *const literal[] = {
  */
 static const char *const todo[] = {
 	"start;movein w/c 2;movein w/a 3;exchange w/a w/c/t0/g0;mkdir w/c/t0/g0/t0/a;pause 28;mkdir w/c/t0/g0/t0/a/x",
+	/*
+	 * Unpaired: a watched directory renamed twice with a file removed
+	 * in between: the DELETE is not printed and the directory is
+	 * rescanned as new (main's fanwatch too; 6 of 6 runs).
+	 */
+	"unpaired;movein w/d 3;mkdir w/d/x;start;rename w/d/t2 w/d/x/c;unlink w/d/x/c/g2;rename w/d/x/c w/d/t0/s0/d",
 	NULL
 };
 
