@@ -475,6 +475,19 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 		adopt_child(c, e2, ad, an);
 }
 
+/*
+ * Read late, a rename may be behind the map: a scan already adopted s at a
+ * later place (not the one this rename leaves), and this rename's target
+ * no longer leads to it.  Moving it back would lose it when the rename
+ * that took it further comes without its new record.
+ */
+static bool ahead(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *od,
+		  const char *on, struct fw_dir *nd, const char *nn)
+{
+	return (s->parent != od || !on || strcmp(s->name, on)) &&
+	       fw_dir_at(c, nd, nn) != s && fw_dir_at(c, s->parent, s->name) == s;
+}
+
 /* FAN_RENAME (5.17+): old and new location in one event. */
 static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 {
@@ -517,7 +530,9 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	if (!isdir)
 		return;
 	replaced(c, nd, nn, s, self);
-	if (s && nd && !fw_dir_reparent(s, nd, nn)) {
+	if (s && nd && ahead(c, s, od, on, nd, nn)) {
+		s->leaving = false;	/* a scan met it further on: it stays there */
+	} else if (s && nd && !fw_dir_reparent(s, nd, nn)) {
 		s->leaving = false;
 		if (!on && s->quiet)
 			fw_report_quiet(c, s);	/* came in during setup */
