@@ -180,6 +180,19 @@ static void moved_to(const char *path, unsigned long cookie, bool isdir)
 	*pp = p->next;
 	n = p->n;
 	free(p);
+	/*
+	 * A scan that saw the future (another object at the old name) made
+	 * the node parked here; the event knows the type of what moved.
+	 */
+	if (n->isdir != isdir) {
+		while (n->child) {
+			struct node *c = n->child;
+
+			n->child = c->next;
+			free_tree(c);
+		}
+		n->isdir = isdir;
+	}
 	dst = walk(path, false, false, NULL);
 	if (dst && dst->isdir && n->isdir) {
 		merge(dst, n);
