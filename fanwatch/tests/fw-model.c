@@ -343,7 +343,7 @@ static void burst(const char *p, int n)
 	char q[4200];
 	int i;
 
-	if (mkdir(p, 0755))
+	if (mkdir(p, 0755) && errno != EEXIST)
 		return;
 	for (i = 0; i < n; i++) {
 		snprintf(q, sizeof(q), "%s/%d", p, i);
@@ -757,6 +757,27 @@ static bool wait_for(const char *file, const char *needle, size_t nlen)
 	}
 }
 
+/*
+ * After an overflow, --rescan-on-overflow may report the end marker (as
+ * SCAN) before its rescan is through: wait until the stream has not grown
+ * for half a second.
+ */
+static void settle_after_overflow(void)
+{
+	size_t len, last = 0;
+	int still = 0;
+	char *b = slurp("stream", &len);
+	bool ovf = b && memmem(b, len, "Q_OVERFLOW", 10);
+
+	free(b);
+	while (ovf && fw_pid > 0 && still < 100) {
+		free(slurp("stream", &len));
+		still = len == last ? still + 1 : 0;
+		last = len;
+		usleep(5000);
+	}
+}
+
 static int run_rebuild(void)
 {
 	pid_t p = fork();
@@ -819,6 +840,7 @@ static void finish(const struct seq *s, struct verdict *v)
 			 "the stream stopped before the end marker");
 		v->fail = true;
 	}
+	settle_after_overflow();
 	if (fw_pid > 0) {
 		kill(fw_pid, SIGTERM);
 		waitpid(fw_pid, &st, 0);
@@ -926,11 +948,22 @@ static void generate(uint64_t seed, int nops, bool allow_burst, struct seq *s, s
 		draw(&o, i > nprep, allow_burst, recent);
 		if (i < nprep && (o.k == K_STOP || o.k == K_CONT || o.k == K_PAUSE))
 			continue;
-		if (o.k == K_BURST && !stopped) {
-			struct op st = { .k = K_STOP };
+		if (o.k == K_BURST) {
+			/*
+			 * Files made in a directory fanwatch has not marked
+			 * make no events: make it, let fanwatch mark it, then
+			 * fill it stopped, so the queue overflows.
+			 */
+			struct op pre[3] = { { .k = K_MKDIR }, { .k = K_PAUSE, .n = 100 },
+					     { .k = K_STOP } };
+			int j;
 
-			push(s, &st);
-			exec_op(&st, &outside);
+			memcpy(pre[0].a, o.a, sizeof(o.a));
+			signal_fw(SIGCONT);
+			for (j = 0; j < 3; j++) {
+				push(s, &pre[j]);
+				exec_op(&pre[j], &outside);
+			}
 		}
 		push(s, &o);
 		exec_op(&o, &outside);
@@ -1090,6 +1123,8 @@ static const char *const literal[] = {
 	"early;tree w/a 40;start;movein w/y 4",
 	/* a use after free: MOVE_SELF (left the tree) merged with DELETE_SELF */
 	"unpaired;movein w/d 3;start;movein w/d/b 5;rename w/d/t1/s1 w/d/b/t3/d;flip w/d/b/t3/d",
+	/* a queue overflow (the burst dir marked first), then --rescan-on-overflow */
+	"rescan;start;mkdir w/a;mkdir w/burst;pause 100;stop;burst w/burst 17384;mkdir w/a/z;create w/a/z/f;cont",
 	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
 	"mkdir w/a;mkdir w/a/s;create w/a/s/f;mkdir w/e;start;rename w/a w/e",
 	NULL
