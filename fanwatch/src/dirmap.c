@@ -109,6 +109,7 @@ static void free_dir(struct fw_dirmap *m, struct fw_dir *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	fw_snap_free(d->snap);
+	free(d->met);
 	free(d->name);
 	free(d->path);
 	free(d);
@@ -426,6 +427,8 @@ int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
 	}
 	unlink_child(d);
 	link_child(newparent, d);
+	free(d->met);
+	d->met = NULL;
 	free(d->name);
 	d->name = name;
 	return relabel(d);

@@ -20,6 +20,17 @@
 #include <stdint.h>
 #include <fcntl.h>
 
+/*
+ * A scan met a watched directory at another place (its rename not read
+ * yet): the new parent by handle (it may be gone by then), and the name.
+ */
+struct fw_met {
+	int32_t fsid[2];
+	struct file_handle fh;
+	unsigned char data[128];	/* MAX_HANDLE_SZ */
+	char name[];
+};
+
 struct fw_dir {
 	struct fw_dir *hnext;			/* hash chain */
 	struct fw_dir *parent;			/* NULL for a root */
@@ -32,6 +43,8 @@ struct fw_dir {
 	bool pinned;				/* a root: fd kept, never evicted */
 	bool is_file;				/* a file given as target */
 	bool leaving;				/* MOVED_FROM seen, no MOVED_TO yet */
+	bool quiet;				/* adopted by setup's walk, unreported */
+	struct fw_met *met;			/* where a scan met it since, or NULL */
 	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
 	int mnt_id;				/* from name_to_handle_at */
 	bool simple_fs;				/* ext2/3/4, xfs or tmpfs: see walk.c */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "decode.h"
@@ -19,6 +20,8 @@
 
 static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
 		      bool present, bool isdir);
+static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
+			  bool self);
 
 static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 {
@@ -152,6 +155,51 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 		adopt_child(c, ev, d, name);
 }
 
+/*
+ * Where a watched directory that a rename took to a place out of view
+ * (not marked then) is in the tree now, if it is: where a scan met it
+ * (noted), or where a scan adopted it before the rename was read (the
+ * map has it somewhere else than d/name).  NULL: it left the tree.
+ */
+static struct fw_dir *found_at(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *d,
+			       const char *name, const char **at)
+{
+	struct fw_dir *p;
+
+	if (!s || !s->parent)
+		return NULL;
+	if ((p = fw_met_at(c, s, at)))
+		return p;
+	if (s->parent == d && name && !strcmp(s->name, name))
+		return NULL;
+	*at = s->name;
+	return s->parent;
+}
+
+/*
+ * Unpaired renames: a watched directory's MOVED_FROM.  If a scan has met
+ * it in the tree already (at a directory not marked when it moved in, so
+ * no MOVED_TO may come), report where it is now; else it leaves unless a
+ * MOVED_TO follows.
+ */
+static void moved_from_dir(struct fw_ctx *c, const struct fw_raw *ev,
+			   struct fw_ev *e, struct fw_dir *s)
+{
+	const char *name;
+	struct fw_dir *p = found_at(c, s, e->d, e->name, &name);
+
+	if (!p) {
+		s->leaving = true;
+		return;
+	}
+	e->mask = FW_MOVED_TO;
+	e->d = p;
+	e->name = name;
+	e->cookie = half_cookie(c, ev, false);
+	fw_emit(c, e);
+	fw_dir_reparent(s, p, name);
+}
+
 static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		      struct fw_dir *d, const char *name, uint32_t bits)
 {
@@ -169,18 +217,47 @@ static void name_bits(struct fw_ctx *c, const struct fw_raw *ev,
 		if (b & (FW_MOVED_FROM | FW_MOVED_TO))
 			e.cookie = half_cookie(c, ev, b == FW_MOVED_FROM);
 		fw_emit(c, &e);
+		if (b == FW_MOVED_FROM)
+			whiteout_left(c, d, name, self);
 		if (!isdir)
 			continue;
 		if (b == FW_CREATE) {
 			adopt_child(c, ev, d, name);
+			if ((s = subdir(c, ev, d, name)) && s->quiet)
+				fw_report_quiet(c, s);
 		} else if (b == FW_MOVED_TO) {
 			moved_here(c, ev, d, name, self);
 		} else if (b == FW_MOVED_FROM && (s = subdir(c, ev, d, name))) {
-			s->leaving = true;	/* unless a MOVED_TO follows */
+			moved_from_dir(c, ev, &e, s);
 		} else if (b == FW_DELETE && (s = subdir(c, ev, d, name))) {
 			drop_dir(c, s, self);
 		}
 	}
+}
+
+/*
+ * Is the object at name now the one a merged event is about?  Another
+ * one (of another type, or another handle) means this one came and went:
+ * create x; rm x; mkdir x merges the file's CREATE and DELETE, and the
+ * directory there now says nothing of their order.
+ */
+static bool is_now(const struct fw_ctx *c, const struct fw_raw *ev, int dfd,
+		   const char *name, const struct stat *st)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char b[128];
+	} h = { .fh.handle_bytes = sizeof(h.b) };
+	const struct file_handle *fh = ev->child.fh;
+	int mnt;
+
+	if (!S_ISDIR(st->st_mode) != !(ev->mask & FW_ONDIR))
+		return false;
+	if (!c->have_target || !ev->child.fsid ||
+	    name_to_handle_at(dfd, name, &h.fh, &mnt, 0))
+		return true;	/* nothing to compare: the type has to do */
+	return h.fh.handle_bytes == fh->handle_bytes && h.fh.handle_type == fh->handle_type &&
+	       !memcmp(h.b, fh->f_handle, fh->handle_bytes);
 }
 
 /*
@@ -195,7 +272,7 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	int dfd;
 
 	if ((m & APPEAR) && (m & GONE) && (dfd = fw_dir_fd(&c->map, d)) >= 0 &&
-	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && is_now(c, ev, dfd, name, &st)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
 		name_bits(c, ev, d, name, m & ~GONE);
@@ -243,8 +320,15 @@ static void self_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 		fw_emit1(c, FW_MOVE_SELF, d, "", true, false, self);
 		if (!d->parent)
 			follow_root(d);
-		else if (!c->have_rename && d->leaving)
-			fw_unwatch_tree(c, d);	/* its MOVED_FROM had no MOVED_TO */
+		else if (!c->have_rename && d->leaving) {
+			/*
+			 * Its MOVED_FROM had no MOVED_TO: it left.  d is freed,
+			 * and a DELETE_SELF merged into this event is out of
+			 * the tree too.
+			 */
+			fw_unwatch_tree(c, d);
+			return;
+		}
 	}
 	if (ev->mask & FW_DELETE_SELF) {
 		fw_emit1(c, FW_DELETE_SELF, d, "", true, false, self);
@@ -274,6 +358,136 @@ static void file_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 	}
 }
 
+/*
+ * RENAME_WHITEOUT leaves a whiteout (a 0:0 character device) at the old
+ * name, and the kernel reports no CREATE for it: look.  If it is gone
+ * already, its DELETE is still queued; if a later one is there, its own
+ * rename reports it again, which a consumer takes as a no-op.
+ */
+static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
+			  bool self)
+{
+	struct stat st;
+	int dfd;
+
+	if (!d || !name || (dfd = fw_dir_fd(&c->map, d)) < 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISCHR(st.st_mode) || st.st_rdev)
+		return;
+	fw_emit1(c, FW_CREATE, d, name, false, false, self);
+	snap_note(c, d, name, true, false);
+}
+
+static bool same_fh(const struct fw_obj *a, const struct fw_obj *b)
+{
+	return a->fsid && b->fsid && a->fsid[0] == b->fsid[0] &&
+	       a->fsid[1] == b->fsid[1] &&
+	       a->fh->handle_bytes == b->fh->handle_bytes &&
+	       a->fh->handle_type == b->fh->handle_type &&
+	       !memcmp(a->fh->f_handle, b->fh->f_handle, a->fh->handle_bytes);
+}
+
+/* Both records absent (a directory we do not watch), or the same place. */
+static bool same_place(const struct fw_obj *a, const struct fw_obj *b)
+{
+	if (!a->name || !b->name)
+		return !a->name && !b->name;
+	return !strcmp(a->name, b->name) && same_fh(a, b);
+}
+
+/*
+ * RENAME_EXCHANGE comes as two FAN_RENAMEs, a->b then b->a, each naming
+ * the object it moved.  Two plain renames can look the same (mv a b;
+ * mv b a), but then both name the same object: after the first, the
+ * object at b is the one that came from a.  Needs the child's handle
+ * (FAN_REPORT_TARGET_FID).
+ */
+static bool is_exchange(const struct fw_ctx *c, const struct fw_raw *e1,
+			const struct fw_raw *e2)
+{
+	return c->have_target && (e2->mask & FW_RENAME) &&
+	       (e1->old.name || e1->new.name) &&
+	       same_place(&e1->old, &e2->new) && same_place(&e1->new, &e2->old) &&
+	       e1->child.fsid && e2->child.fsid && !same_fh(&e1->child, &e2->child);
+}
+
+/* A watched directory that now has another's place, or leaves the tree. */
+static void swap_in(struct fw_ctx *c, struct fw_dir *s, struct fw_dir *to,
+		    const char *name)
+{
+	if (s && to && !fw_dir_reparent(s, to, name))
+		s->leaving = false;
+	else if (s)
+		fw_unwatch_tree(c, s);
+}
+
+/* One half of a rename, where d is a directory we watch. */
+static void half(struct fw_ctx *c, struct fw_ev *e, uint32_t mask,
+		 const struct fw_dir *d, const char *name, bool isdir, uint32_t cookie)
+{
+	if (!d)
+		return;
+	e->mask = mask, e->d = d, e->name = name;
+	e->isdir = isdir, e->cookie = cookie;
+	fw_emit(c, e);
+}
+
+/*
+ * Report an exchange as both MOVED_FROMs, then both MOVED_TOs, so a
+ * consumer that pairs cookies detaches both before it attaches either;
+ * nothing is replaced, so there is no DELETE_SELF.
+ */
+static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
+			   const struct fw_raw *e2)
+{
+	const char *an = e1->old.name, *bn = e1->new.name;
+	struct fw_dir *ad = an ? lookup(c, &e1->old) : NULL;
+	struct fw_dir *bd = bn ? lookup(c, &e1->new) : NULL;
+	bool xdir = e1->mask & FW_ONDIR, ydir = e2->mask & FW_ONDIR;
+	bool self = e1->pid == c->pid;
+	struct fw_ev e = { .self = self };
+	struct fw_dir *x = xdir ? subdir(c, e1, ad, an) : NULL;
+	struct fw_dir *y = ydir ? subdir(c, e2, bd, bn) : NULL;
+	struct fw_dir *xd = bd, *yd = ad, *p;	/* where each one went */
+	const char *xn = bn, *yn = an, *n;
+	uint32_t kx = ++c->cookie, ky = ++c->cookie;
+
+	if (x && !x->parent)
+		x = NULL;	/* a root: its MOVE_SELF follows it */
+	if (y && !y->parent)
+		y = NULL;
+	/* to a directory not marked then, but whose scan has met it since */
+	if (!bd && (p = found_at(c, x, ad, an, &n)))
+		xd = p, xn = n;
+	if (!ad && (p = found_at(c, y, bd, bn, &n)))
+		yd = p, yn = n;
+	half(c, &e, FW_MOVED_FROM, ad, an, xdir, kx);
+	half(c, &e, FW_MOVED_FROM, bd, bn, ydir, ky);
+	half(c, &e, FW_MOVED_TO, xd, xn, xdir, kx);
+	half(c, &e, FW_MOVED_TO, yd, yn, ydir, ky);
+	snap_note(c, ad, an, true, ydir);
+	snap_note(c, bd, bn, true, xdir);
+	swap_in(c, x, xd, xn);
+	swap_in(c, y, yd, yn);
+	if (xdir && !x && bd)
+		adopt_child(c, e1, bd, bn);
+	if (ydir && !y && ad)
+		adopt_child(c, e2, ad, an);
+}
+
+/*
+ * Read late, a rename may be behind the map: a scan already adopted s at a
+ * later place (not the one this rename leaves), and this rename's target
+ * no longer leads to it.  Moving it back would lose it when the rename
+ * that took it further comes without its new record.
+ */
+static bool ahead(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *od,
+		  const char *on, struct fw_dir *nd, const char *nn)
+{
+	return (s->parent != od || !on || strcmp(s->name, on)) &&
+	       fw_dir_at(c, nd, nn) != s && fw_dir_at(c, s->parent, s->name) == s;
+}
+
 /* FAN_RENAME (5.17+): old and new location in one event. */
 static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 {
@@ -281,7 +495,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	bool isdir = ev->mask & FW_ONDIR, self = ev->pid == c->pid;
 	const char *on = ev->old.name, *nn = ev->new.name;
 	struct fw_ev e = { .isdir = isdir, .self = self, .cookie = ++c->cookie };
-	struct fw_dir *s = NULL;
+	struct fw_dir *s = NULL, *p;
+	const char *mn;
 
 	/* The kernel leaves out the record of a directory we do not watch. */
 	if (!on)
@@ -292,6 +507,13 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		s = subdir(c, ev, od, on);
 	if (s && !s->parent)
 		s = NULL;	/* a root: its MOVE_SELF follows it */
+	/*
+	 * No new record: the directory it went to is not marked (yet).  If
+	 * that directory's scan already found this one there, it is in the
+	 * tree: pair the MOVED_FROM with where it is now, not "it left".
+	 */
+	if (od && !nd && (p = found_at(c, s, od, on, &mn)))
+		nd = p, nn = mn;
 	if (od && nd) {
 		e.mask = FW_MOVED_FROM | FW_MOVED_TO;
 		e.d = nd, e.name = nn, e.od = od, e.oname = on;
@@ -304,12 +526,17 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		fw_emit(c, &e);
 	snap_note(c, od, on, false, isdir);
 	snap_note(c, nd, nn, true, isdir);
+	whiteout_left(c, od, on, self);
 	if (!isdir)
 		return;
 	replaced(c, nd, nn, s, self);
-	if (s && nd && !fw_dir_reparent(s, nd, nn))
+	if (s && nd && ahead(c, s, od, on, nd, nn)) {
+		s->leaving = false;	/* a scan met it further on: it stays there */
+	} else if (s && nd && !fw_dir_reparent(s, nd, nn)) {
 		s->leaving = false;
-	else if (s)
+		if (!on && s->quiet)
+			fw_report_quiet(c, s);	/* came in during setup */
+	} else if (s)
 		fw_unwatch_tree(c, s);		/* it left the watched tree */
 	else if (nd)
 		adopt_child(c, ev, nd, nn);	/* it came in: report what it holds */
@@ -371,17 +598,135 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 		name_event_noted(c, ev, d, ev->dir.name);
 }
 
-void fw_handle_buffer(struct fw_ctx *c, const void *buf, size_t len)
+/* The next event that is not a MOVE_SELF alone (an exchange has those between its halves). */
+static int next_half(const void *buf, size_t len, size_t *off, struct fw_raw *ev)
 {
-	size_t off = 0;
+	int r;
+
+	while ((r = fw_decode(buf, len, off, ev)) == FW_DECODE_OK &&
+	       !(ev->mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+		;
+	return r;
+}
+
+static bool only(const struct fw_raw *ev, uint64_t bit)
+{
+	return (ev->mask & ~(uint64_t)FW_ONDIR) == bit;
+}
+
+/*
+ * A MOVED_TO, maybe with the DELETE of the same object at the same name
+ * merged into it (exchange, then rm): that DELETE is handled after.
+ */
+static bool arrived(const struct fw_raw *ev)
+{
+	return only(ev, FW_MOVED_TO) || only(ev, FW_MOVED_TO | FW_DELETE);
+}
+
+/*
+ * Unpaired renames: an exchange is MOVED_FROM a, MOVED_TO b (object x),
+ * MOVED_FROM b, MOVED_TO a (object y).  Fold it into the two FAN_RENAMEs
+ * it would have been (p), and ask is_exchange().
+ */
+static bool unpaired_exchange(const struct fw_ctx *c, const struct fw_raw e[4],
+			      struct fw_raw p[2])
+{
+	int i;
+
+	if (!arrived(&e[1]) || !only(&e[2], FW_MOVED_FROM) ||
+	    !arrived(&e[3]) || !same_fh(&e[0].child, &e[1].child) ||
+	    !same_fh(&e[2].child, &e[3].child))
+		return false;
+	for (i = 0; i < 2; i++) {
+		p[i] = e[2 * i];
+		p[i].mask = FW_RENAME | (e[2 * i].mask & FW_ONDIR);
+		p[i].old = e[2 * i].dir;
+		p[i].new = e[2 * i + 1].dir;
+	}
+	return is_exchange(c, &p[0], &p[1]);
+}
+
+/* The n events at e as the two FAN_RENAMEs of an exchange (p), if they are. */
+static bool as_exchange(const struct fw_ctx *c, const struct fw_raw e[4], int n,
+			struct fw_raw p[2])
+{
+	static const struct fw_obj none;
+	int i;
+
+	if (n == 4)
+		return unpaired_exchange(c, e, p);
+	p[0] = e[0];
+	p[1] = e[1];
+	if (e[0].mask & FW_RENAME)
+		return is_exchange(c, p, p + 1);
+	/*
+	 * Unpaired, with the other place not watched (or not marked yet):
+	 * only MOVED_TO x (one object), MOVED_FROM x (the other) come, in
+	 * an order that reads as the new one leaving.
+	 */
+	if (!only(&e[1], FW_MOVED_FROM))
+		return false;
+	for (i = 0; i < 2; i++)
+		p[i].mask = FW_RENAME | (e[i].mask & FW_ONDIR);
+	p[0].old = none;
+	p[0].new = e[0].dir;
+	p[1].old = e[1].dir;
+	p[1].new = none;
+	return is_exchange(c, p, p + 1);
+}
+
+/*
+ * Handle the events in buf; returns the bytes used.  With hold, a
+ * FAN_RENAME at the very end is left unused: it may be the first half of
+ * an exchange whose second half the next read brings.
+ */
+static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool hold)
+{
+	size_t off = 0, at;
 	struct fw_raw ev;
 	int r;
 
 	fw_stamp(c);
-	while ((r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
-		if (r == FW_DECODE_OK)
+	while (at = off, (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
+		struct fw_raw e[4], p[2];
+		size_t next = off, mid = off;
+		int k, n;
+
+		if (r != FW_DECODE_OK)
+			continue;
+		n = (ev.mask & FW_RENAME) ? 2 : !c->have_target ? 1 :
+		    only(&ev, FW_MOVED_FROM) ? 4 : only(&ev, FW_MOVED_TO) ? 2 : 1;
+		if (n == 1) {
 			handle_event(c, &ev);
+			continue;
+		}
+		/* An exchange is 2 (FAN_RENAME) or 4 events: look ahead. */
+		e[0] = ev;
+		for (k = 1; k < n && (r = next_half(buf, len, &next, &e[k])) == FW_DECODE_OK; k++)
+			;
+		if (k < n && r == FW_DECODE_END && hold)
+			return at;
+		if (k < n || !as_exchange(c, e, n, p)) {
+			handle_event(c, &ev);
+			continue;
+		}
+		exchange_event(c, p, p + 1);
+		while (mid < next && fw_decode(buf, len, &mid, &ev) == FW_DECODE_OK)
+			if (!(ev.mask & ~(FW_MOVE_SELF | FW_ONDIR)))
+				handle_event(c, &ev);	/* the MOVE_SELFs */
+		for (k = 1; n == 4 && k < 4; k += 2) {
+			e[k].mask &= ~(uint64_t)FW_MOVED_TO;
+			if (e[k].mask & FW_DELETE)
+				handle_event(c, &e[k]);	/* merged into it */
+		}
+		off = next;
 	}
+	return off;
+}
+
+void fw_handle_buffer(struct fw_ctx *c, const void *buf, size_t len)
+{
+	handle_events(c, buf, len, false);
 }
 
 /*
@@ -448,6 +793,7 @@ int fw_run(struct fw_ctx *c)
 		{ .fd = c->hooks.fd, .events = POLLIN },
 	};
 	int64_t last = now_ms(), checked = last;
+	size_t held = 0;	/* bytes of a FAN_RENAME kept at buf's start */
 
 	for (;;) {
 		int64_t t = now_ms(), tmo = 1000;
@@ -471,6 +817,8 @@ int fw_run(struct fw_ctx *c)
 		}
 		if (c->pending && tmo > 10)
 			tmo = 10;	/* directories wait for a rename to be read */
+		if (held && tmo > 2)
+			tmo = 2;	/* an exchange's second half comes at once */
 		if (t - checked >= 1000) {
 			check_roots(c);
 			checked = t;
@@ -494,15 +842,23 @@ int fw_run(struct fw_ctx *c)
 			c->hooks.on_fd(c);
 		/* After a hook (a command ended), read what it caused, too. */
 		if (r > 0 && (p[0].revents || hooked)) {
-			n = read(c->fan, buf, sizeof(buf));
+			n = read(c->fan, (char *)buf + held, sizeof(buf) - held);
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				fw_err("reading fanotify events: %s", strerror(errno));
 				return 1;
 			}
 			if (n > 0) {
-				fw_handle_buffer(c, buf, n);
+				/* what a command caused is its own: hold nothing */
+				size_t len = held + n, used = handle_events(c, buf, len, !hooked);
+
+				held = len - used;
+				memmove(buf, (char *)buf + used, held);
 				last = now_ms();
 			}
+		}
+		if (held && (hooked || n <= 0)) {
+			fw_handle_buffer(c, buf, held);	/* no second half came */
+			held = 0;
 		}
 		if (c->pending)
 			fw_retry_pending(c);

@@ -439,6 +439,50 @@ static bool is_wanted(int fd, const int32_t fsid[2], const struct file_handle *f
 }
 
 /*
+ * A directory we watch, found again by a scan at parent/name: moved here
+ * by a rename not read yet, or seen twice (a bind mount, a root inside
+ * another).  A moved one is noted (d->met), not moved: events read before
+ * its rename still name it at its old place.  When that rename comes
+ * without the new directory's record (it was not marked then), events.c
+ * finds it here instead of reading "it left the tree".
+ */
+static void found_again(struct fw_ctx *c, struct fw_dir *d, struct fw_dir *parent,
+			const char *name)
+{
+	size_t len = strlen(name) + 1;
+	struct fw_met *m;
+
+	if (!parent || !d->parent || d->is_file ||
+	    (d->parent == parent && !strcmp(d->name, name)) ||
+	    fw_dir_at(c, d->parent, d->name) == d || !(m = malloc(sizeof(*m) + len)))
+		return;
+	m->fsid[0] = parent->fsid[0];
+	m->fsid[1] = parent->fsid[1];
+	m->fh.handle_bytes = parent->handle_bytes;
+	m->fh.handle_type = parent->handle_type;
+	memcpy(m->data, parent->handle, parent->handle_bytes);
+	memcpy(m->name, name, len);
+	free(d->met);
+	d->met = m;
+}
+
+/* Where a scan met d since, if that still holds; NULL otherwise. */
+struct fw_dir *fw_met_at(struct fw_ctx *c, struct fw_dir *d, const char **name)
+{
+	struct fw_dir *p;
+	const struct fw_dir *a;
+
+	if (!d->met || !(p = fw_dirmap_find(&c->map, d->met->fsid, &d->met->fh)) ||
+	    fw_dir_at(c, p, d->met->name) != d)
+		return NULL;
+	for (a = p; a; a = a->parent)
+		if (a == d)
+			return NULL;	/* the map is behind: no loop */
+	*name = d->met->name;
+	return p;
+}
+
+/*
  * Mark the object fd refers to and enter it in the map; fd is then the
  * map's.  Another directory than the one wanted is neither: ENOENT, as if
  * the wanted one had gone (it has, from that name).
@@ -480,6 +524,7 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	}
 	d = fw_dirmap_find(&c->map, fsid, &h.fh);
 	if (d) {
+		found_again(c, d, parent, name);
 		errno = EEXIST;	/* already watched (bind mount, repeated root) */
 		return NULL;
 	}
@@ -631,6 +676,8 @@ static struct fw_dir *adopt_one(struct fw_ctx *c, struct fw_dir *parent, const c
 	if (!c->o->recursive || fw_excluded(c, parent, name))
 		return NULL;
 	d = fw_watch_dir(c, parent, name, want);
+	if (d && !report)
+		d->quiet = true;
 	if (d && (report || c->o->rescan || !no_subdirs(c, d)))
 		return d;
 	if (!d && errno == ESTALE)
@@ -768,9 +815,10 @@ static void adopt_batch(struct fw_ctx *c, struct walk_frame *t, size_t n)
 			todo_add(t, adopt_one(c, d, v[i].name, NULL, false));
 			continue;
 		}
-		if (fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh)) {
+		if ((nd = fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh))) {
 			if (v[i].fd >= 0)
-				close(v[i].fd);	/* already watched (bind mount) */
+				close(v[i].fd);	/* moved here, or a bind mount */
+			found_again(c, nd, d, v[i].name);
 			continue;
 		}
 		nd = fw_dir_new(v[i].fsid, &v[i].fh, v[i].fd, d, v[i].name, v[i].name);
@@ -780,6 +828,7 @@ static void adopt_batch(struct fw_ctx *c, struct walk_frame *t, size_t n)
 		}
 		nd->mnt_id = v[i].mnt;
 		nd->simple_fs = v[i].simple_fs;
+		nd->quiet = true;
 		if (!v[i].leaf || c->o->rescan)
 			todo_add(t, nd);
 	}
@@ -866,6 +915,34 @@ static void walk_adopt(struct walk *w, struct walk_frame *t)
 		left = batch;
 	adopt_batch(c, t, left);
 	t->next += left;
+}
+
+/*
+ * top, found by setup's walk and so not reported (the starting state), has
+ * a CREATE or MOVED_TO read since: it came during setup, and a consumer
+ * knows nothing of what it holds.  Report its subtree's entries as SCAN,
+ * parents first, iteratively (any depth).
+ */
+void fw_report_quiet(struct fw_ctx *c, struct fw_dir *top)
+{
+	struct fw_dir *d = top;
+
+	while (d) {
+		struct namelist subs = { 0 };
+
+		if (d->quiet) {
+			d->quiet = false;
+			list_dir(c, d, true, &subs);
+			namelist_free(&subs);
+		}
+		if (d->child) {
+			d = d->child;
+			continue;
+		}
+		while (d != top && !d->next)
+			d = d->parent;
+		d = d == top ? NULL : d->next;
+	}
 }
 
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report)

@@ -142,6 +142,10 @@ void fw_retry_pending(struct fw_ctx *c);
 /* List d; report entries as created (found by scan) if report; recurse with -r. */
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report);
 void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d);
+/* Where a scan met d at a new place since (d->met), if it still is there. */
+struct fw_dir *fw_met_at(struct fw_ctx *c, struct fw_dir *d, const char **name);
+/* Report what a directory setup adopted silently holds (it came during setup). */
+void fw_report_quiet(struct fw_ctx *c, struct fw_dir *top);
 /* Is parent/name a directory --exclude keeps -r from watching? */
 bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name);
 /* After an overflow: compare the tree with the snapshots, report changes. */

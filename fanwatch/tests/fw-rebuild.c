@@ -15,8 +15,9 @@
  * The rules are the inotify ones: CREATE and MOVED_TO add a path (and its
  * missing parents, which then count as invented if wrong), MOVED_FROM
  * detaches a subtree until the MOVED_TO with its cookie reattaches it,
- * DELETE and DELETE_SELF remove a subtree.  A scan (CREATE,SCAN) may be
- * ahead of events read later: a MOVED_TO onto a directory the consumer
+ * DELETE removes a subtree, DELETE_SELF only the root's (a subdirectory's
+ * repeats a DELETE or follows a rename over it).  A scan (CREATE,SCAN) may
+ * be ahead of events read later: a MOVED_TO onto a directory the consumer
  * already holds merges into it (a rename cannot replace a non-empty
  * directory, so the entries there came from a scan that saw the future).
  * Q_OVERFLOW is reported on stderr and makes the exit status 3.
@@ -179,6 +180,19 @@ static void moved_to(const char *path, unsigned long cookie, bool isdir)
 	*pp = p->next;
 	n = p->n;
 	free(p);
+	/*
+	 * A scan that saw the future (another object at the old name) made
+	 * the node parked here; the event knows the type of what moved.
+	 */
+	if (n->isdir != isdir) {
+		while (n->child) {
+			struct node *c = n->child;
+
+			n->child = c->next;
+			free_tree(c);
+		}
+		n->isdir = isdir;
+	}
 	dst = walk(path, false, false, NULL);
 	if (dst && dst->isdir && n->isdir) {
 		merge(dst, n);
@@ -259,7 +273,13 @@ static void apply(char *rec, const char *rootp, size_t rootlen)
 		walk(path, true, isdir, NULL);
 	if (has_word(rec, "MOVED_TO"))
 		moved_to(path, cookie, isdir);
-	if (has_word(rec, "DELETE") || has_word(rec, "DELETE_SELF"))
+	/*
+	 * A subdirectory's DELETE_SELF repeats its parent's DELETE, or it is
+	 * the directory a rename replaced, printed (as inotifywait does)
+	 * after the MOVED_TO under the name the arrival now has: only the
+	 * root's own says something new.
+	 */
+	if (has_word(rec, "DELETE") || (has_word(rec, "DELETE_SELF") && !*path))
 		remove_path(path);
 }
 

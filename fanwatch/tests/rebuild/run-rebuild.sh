@@ -1,6 +1,8 @@
 #!/bin/sh
 # The rebuild-the-tree tests on one filesystem type:
-#   run-rebuild.sh FANWATCH FW_REBUILD tmpfs|ext4|xfs|btrfs
+#   run-rebuild.sh FANWATCH FW_REBUILD tmpfs|ext4|xfs|btrfs [PROGRAM ARGS...]
+# With PROGRAM (fw-model), it runs "PROGRAM FANWATCH FW_REBUILD DIR ARGS..."
+# instead of cases.sh.
 # As root: a filesystem made by the test (tmpfs, or an image on a loop
 # device), handed to uid 65534, which runs fanwatch and the workloads.  A
 # type the running kernel does not list in /proc/filesystems is a skip:
@@ -9,7 +11,23 @@ set -u
 FW=$(realpath "$1")
 REBUILD=$(realpath "$2")
 FS=$3
+shift 3
 here=$(cd "$(dirname "$0")" && pwd)
+PROG=
+if [ $# -gt 0 ]; then
+	PROG=$(realpath "$1")
+	shift
+fi
+# run_cases DIR [ARGS...]: the workloads, or PROGRAM, in DIR
+run_cases() {
+	d=$1
+	shift
+	if [ -n "$PROG" ]; then
+		"$PROG" "$FW" "$REBUILD" "$d" "$@"
+	else
+		sh "$here/cases.sh" "$FW" "$REBUILD" "$d"
+	fi
+}
 skip() { echo "SKIP: $FS: $*"; exit 77; }
 
 if [ "$(id -u)" != 0 ]; then
@@ -19,7 +37,7 @@ if [ "$(id -u)" != 0 ]; then
 			B=$(mktemp -d "$d/fw-rebuild.XXXXXX") && break
 	done
 	[ -n "${B:-}" ] || skip "no writable tmpfs directory"
-	sh "$here/cases.sh" "$FW" "$REBUILD" "$B"
+	run_cases "$B" "$@"
 	rc=$?
 	rm -rf "$B"
 	exit $rc
@@ -53,4 +71,8 @@ fi
 chown 65534:65534 "$M"
 chmod 755 "$M"
 cd "$M" || exit 1
-setpriv --reuid=65534 --regid=65534 --clear-groups sh "$here/cases.sh" "$FW" "$REBUILD" "$M"
+if [ -n "$PROG" ]; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PROG" "$FW" "$REBUILD" "$M" "$@"
+else
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh "$here/cases.sh" "$FW" "$REBUILD" "$M"
+fi
