@@ -13,8 +13,15 @@
  * What the source asks for -- mode, a region no larger than --max-size --
  * is checked before dest.c allocates anything.  The first main connection admitted fixes the session; its
  * urgent connection and later rejoins must carry it; every other source is
- * refused ("busy").  A full table drops its oldest handshake: a real source
- * finishes in a round trip, a stranger holding slots is the oldest.
+ * refused ("busy").  A full table drops its oldest handshake that has not
+ * proven the key: a real source proves it in a round trip, so it is safe for
+ * LM_DOOR_SLOTS connects after its own, however many strangers come, fast
+ * (a flood) or slow (a slowloris crowd); a stranger can never prove it.
+ * Strangers cost a slot of the table (allocated whole at the start), an fd
+ * and a kernel socket each, and at most LM_DOOR_SLOTS of each at once.  The
+ * door accepts until the backlog is empty (a batch per turn, the handshakes
+ * under way read first) and learns which sockets are ready from epoll, so a
+ * turn costs what is ready, not what is held.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,30 +34,29 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sodium.h>
 
 #include "lm.h"
 
-static void peer_name(int fd, char *buf, size_t len)
+/* accept4's address: it is there even when the peer has already reset */
+static void peer_name(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
 	char host[64] = "?";
 	unsigned int port = 0;
 
-	if (!getpeername(fd, (struct sockaddr *)&ss, &sl)) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
 
-			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-			port = ntohs(in->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in = (const struct sockaddr_in6 *)ss;
 
-			inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
-			port = ntohs(in->sin6_port);
-		}
+		inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
+		port = ntohs(in->sin6_port);
 	}
 	snprintf(buf, len, "%s:%u", host, port);
 }
@@ -67,8 +73,11 @@ static void say_refused(struct lm_door *door, const char *peer, const char *why)
 }
 
 
-#define LM_DOOR_SLOTS	64
 #define HS_BUF		256	/* AUTH and the sealed HELLO, with room */
+#define HS_ACCEPTS	64	/* accepts per turn, the handshakes under way read between */
+#define HS_EVENTS	64
+#define DOOR_SPARE	64	/* fds for the migration itself: region, uffd, links, stdio */
+#define DOOR_KNOCK	LM_DOOR_SLOTS	/* the listener's epoll tag */
 
 /* One handshake in progress. */
 struct hs {
@@ -84,6 +93,7 @@ struct hs {
 };
 
 struct lm_door_slots {
+	int epfd;			/* the listener and every handshake */
 	struct hs hs[LM_DOOR_SLOTS];
 };
 
@@ -186,6 +196,7 @@ static void give(struct lm_door *door, struct hs *h, int *slot, struct lm_sealke
 {
 	*key = h->sk;
 	hs_send_sealed(h, LM_ADMIT, NULL);
+	epoll_ctl(door->t->epfd, EPOLL_CTL_DEL, h->fd, NULL);	/* dest.c's now */
 	if (*slot >= 0)
 		close(*slot);
 	*slot = h->fd;
@@ -385,38 +396,81 @@ static void hs_read(struct lm_door *door, struct hs *h)
 	}
 }
 
-/* A new connection into a free slot (the oldest one's when all are taken). */
-static void hs_accept(struct lm_door *door, struct lm_door_slots *t)
+/*
+ * Room for a newcomer: the oldest handshake that has not proven the key
+ * dropped (a stranger never proves it; a source that did is a round trip
+ * from done).  False: every handshake is a proven source's.
+ */
+static bool hs_make_room(struct lm_door *door, struct lm_door_slots *t)
 {
 	struct hs *h = NULL;
-	int fd = accept4(door->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	if (fd < 0)
-		return;
-	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
+	for (unsigned int k = 0; k < door->nslots; k++) {
 		struct hs *c = &t->hs[k];
 
-		if (c->fd < 0) {
-			h = c;
-			break;
-		}
-		if (!h || c->deadline < h->deadline)
+		if (c->fd >= 0 && !c->nframes && (!h || c->deadline < h->deadline))
 			h = c;
 	}
-	if (h->fd >= 0) {
-		say_refused(door, h->peer, "its handshake was the oldest of a full table");
-		hs_drop(h);
+	if (!h)
+		return false;
+	say_refused(door, h->peer, "its handshake was the oldest of a full table");
+	hs_drop(h);
+	return true;
+}
+
+/* The newcomer's slot: a free one, else one made free; NULL: none. */
+static struct hs *hs_slot(struct lm_door *door, struct lm_door_slots *t)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int k = 0; k < door->nslots; k++)
+			if (t->hs[k].fd < 0)
+				return &t->hs[k];
+		if (!hs_make_room(door, t))
+			break;
+	}
+	return NULL;
+}
+
+/* One connection off the backlog into a slot: false when the backlog is empty. */
+static bool hs_accept(struct lm_door *door, struct lm_door_slots *t)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t sl = sizeof(ss);
+	int fd = accept4(door->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct hs *h;
+
+	if (fd < 0) {
+		int err = errno;
+
+		/* out of fds (RLIMIT_NOFILE is the migration's too): room by
+		 * the same rule, or the backlog waits a moment */
+		if ((err == EMFILE || err == ENFILE) && !hs_make_room(door, t))
+			usleep(10000);
+		return err == ECONNABORTED || err == EINTR;
+	}
+	h = hs_slot(door, t);
+	if (!h) {
+		close(fd);
+		return true;
 	}
 	memset(h, 0, sizeof(*h));
 	h->fd = fd;
 	h->deadline = lm_now_ns() + (uint64_t)door->o->timeout_ms * 1000000ull;
+	peer_name(&ss, h->peer, sizeof(h->peer));
+	ev.data.u32 = (uint32_t)(h - t->hs);
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		say_refused(door, h->peer, "no room to watch its socket (epoll)");
+		hs_drop(h);
+		return true;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	peer_name(fd, h->peer, sizeof(h->peer));
 	h->ch = (struct lm_challenge){ .version = LM_VERSION,
 				       .flags = (door->o->verify ? LM_CHAL_VERIFY : 0) |
 						(door->o->plaintext ? LM_CHAL_PLAIN : 0) };
 	randombytes_buf(h->ch.nonce, LM_NONCE);
 	hs_send(fd, LM_CHALLENGE, &h->ch);
+	return true;
 }
 
 /*
@@ -429,7 +483,7 @@ static void door_expire(struct lm_door *door, struct lm_door_slots *t)
 	uint64_t now = lm_now_ns();
 	char why[120];
 
-	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
+	for (unsigned int k = 0; k < door->nslots; k++) {
 		struct hs *h = &t->hs[k];
 
 		if (h->fd < 0 || now < h->deadline)
@@ -441,50 +495,54 @@ static void door_expire(struct lm_door *door, struct lm_door_slots *t)
 	}
 }
 
-/* One turn: wait up to 100 ms for anything, move every handshake on. */
-static void door_turn(struct lm_door *door, struct lm_door_slots *t)
+/* Until the nearest deadline, 100 ms at most (a stop is seen); 0 once one passed. */
+static int door_wait_ms(const struct lm_door *door, const struct lm_door_slots *t)
 {
-	struct pollfd pf[1 + LM_DOOR_SLOTS];
-	int idx[LM_DOOR_SLOTS], n = 1, wait = 100;
 	uint64_t now = lm_now_ns();
+	int wait = 100;
 
-	pf[0] = (struct pollfd){ .fd = door->lfd, .events = POLLIN };
-	for (int k = 0; k < LM_DOOR_SLOTS; k++) {
-		struct hs *h = &t->hs[k];
+	for (unsigned int k = 0; k < door->nslots; k++) {
+		const struct hs *h = &t->hs[k];
 
 		if (h->fd < 0)
 			continue;
 		if (now >= h->deadline)
-			wait = 0;	/* read what came, then judge */
-		else if ((h->deadline - now) / 1000000 < (uint64_t)wait)
+			return 0;	/* read what came, then judge */
+		if ((h->deadline - now) / 1000000 < (uint64_t)wait)
 			wait = (int)((h->deadline - now) / 1000000) + 1;
-		idx[n - 1] = k;
-		pf[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
 	}
-	if (poll(pf, (nfds_t)n, wait) > 0) {
-		for (int i = 1; i < n; i++)
-			if (pf[i].revents)
-				hs_read(door, &t->hs[idx[i - 1]]);
-		if (pf[0].revents & POLLIN)
-			hs_accept(door, t);
+	return wait;
+}
+
+/* One turn: the handshakes that have news, then the backlog, then the deadlines. */
+static void door_turn(struct lm_door *door, struct lm_door_slots *t)
+{
+	struct epoll_event ev[HS_EVENTS];
+	int n = epoll_wait(t->epfd, ev, HS_EVENTS, door_wait_ms(door, t));
+	bool knock = false;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t k = ev[i].data.u32;
+
+		if (k == DOOR_KNOCK)
+			knock = true;
+		else if (t->hs[k].fd >= 0)
+			hs_read(door, &t->hs[k]);
 	}
+	for (int i = 0; knock && i < HS_ACCEPTS; i++)
+		knock = hs_accept(door, t);
 	door_expire(door, t);
 }
 
 static void *doorman(void *p)
 {
 	struct lm_door *door = p;
-	struct lm_door_slots *t = calloc(1, sizeof(*t));
+	struct lm_door_slots *t = door->t;
 
-	if (!t)
-		return NULL;
-	for (int k = 0; k < LM_DOOR_SLOTS; k++)
-		t->hs[k].fd = -1;
 	while (!atomic_load(&door->stop))
 		door_turn(door, t);
-	for (int k = 0; k < LM_DOOR_SLOTS; k++)
+	for (unsigned int k = 0; k < door->nslots; k++)
 		hs_drop(&t->hs[k]);
-	free(t);
 	return NULL;
 }
 
@@ -592,10 +650,72 @@ bool lm_door_tell(struct lm_door *door, const struct lm_fin *fin, int wait_ms)
 	return atomic_load(&door->told);
 }
 
+/*
+ * Room for every slot beside the migration's own fds: the soft
+ * RLIMIT_NOFILE raised toward the hard one, fewer slots when the hard
+ * limit is lower (a full table then drops its oldest sooner).
+ */
+static unsigned int door_room(void)
+{
+	rlim_t want = LM_DOOR_SLOTS + DOOR_SPARE;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 64;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= want)
+		return LM_DOOR_SLOTS;
+	return rl.rlim_cur > DOOR_SPARE + 8 ? (unsigned int)(rl.rlim_cur - DOOR_SPARE) : 8;
+}
+
+static int door_open(struct lm_door *door)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = DOOR_KNOCK };
+	struct lm_door_slots *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* accept until the backlog is empty: never a wait for the next peer */
+	if (t->epfd < 0 || fcntl(door->lfd, F_SETFL, fcntl(door->lfd, F_GETFL) | O_NONBLOCK) || epoll_ctl(t->epfd, EPOLL_CTL_ADD, door->lfd, &ev)) {
+		int err = -errno;
+
+		if (t->epfd >= 0)
+			close(t->epfd);
+		free(t);
+		return err;
+	}
+	for (int k = 0; k < LM_DOOR_SLOTS; k++)
+		t->hs[k].fd = -1;
+	door->nslots = door_room();
+	door->t = t;
+	return 0;
+}
+
+static void door_close(struct lm_door *door)
+{
+	if (!door->t)
+		return;
+	close(door->t->epfd);
+	free(door->t);
+	door->t = NULL;
+}
+
 int lm_door_start(struct lm_door *door)
 {
-	if (lm_thread_start(&door->tid, doorman, door))
-		return -EAGAIN;
+	int ret = door_open(door);
+
+	if (!ret && lm_thread_start(&door->tid, doorman, door))
+		ret = -EAGAIN;
+	if (ret) {
+		fprintf(stderr, "lm: destination: cannot open the door: %s\n", strerror(-ret));
+		door_close(door);
+		return ret;
+	}
 	door->running = true;
 	return 0;
 }
@@ -607,6 +727,7 @@ void lm_door_stop(struct lm_door *door)
 	atomic_store(&door->stop, 1);
 	pthread_join(door->tid, NULL);
 	door->running = false;
+	door_close(door);
 	for (int k = 0; k < 2; k++) {
 		if (door->rejoin_fd[k] >= 0)
 			close(door->rejoin_fd[k]);

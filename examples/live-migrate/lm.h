@@ -294,9 +294,22 @@ uint64_t lm_page_hash(const uint8_t vkey[16], const void *p, size_t n);
 
 /* ---- door.c: the destination's accept, authenticate, refuse ------------- */
 
+/*
+ * Handshakes in progress at most: the door's fds beyond the migration's own
+ * (fewer when RLIMIT_NOFILE's hard limit cannot make room).  A full table
+ * drops its oldest unproven handshake, so a source is safe for this many
+ * connects after its own: 1024 at a loopback flood's ~10 000/s is ~100 ms
+ * for a round trip.  Their table is allocated whole when the door opens.
+ */
+#define LM_DOOR_SLOTS	1024
+
+struct lm_door_slots;
+
 struct lm_door {
 	const struct lm_opts *o;
+	struct lm_door_slots *t;	/* the handshake table, from lm_door_start */
 	int lfd;
+	unsigned int nslots;		/* LM_DOOR_SLOTS, or what RLIMIT_NOFILE allows */
 	uint64_t max_size;
 	unsigned int max_kind;		/* which limit set max_size: enum lm_limit */
 	pthread_t tid;
