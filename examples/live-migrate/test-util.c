@@ -299,7 +299,7 @@ static void slow_stop(int sig)
 	slow_quit = 1;
 }
 
-static int slow_dial(const struct sockaddr_in *sa)
+int lmt_dial(const struct sockaddr_in *sa)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 
@@ -330,7 +330,7 @@ static void slow_child(const char *addr, int n, const char *countfile)
 			uint8_t junk[256];
 
 			if (fd[k] < 0) {
-				fd[k] = slow_dial(&sa);
+				fd[k] = lmt_dial(&sa);
 				at[k] = 0;
 				continue;
 			}

@@ -36,6 +36,9 @@ const char *lmt_path(const char *name);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
 double lmt_now(void);
+struct sockaddr_in;
+/* A non-blocking connect to sa under way (or done); -1 when it failed at once. */
+int lmt_dial(const struct sockaddr_in *sa);
 /* n strangers (at most 64) in a child, each dripping one byte of an AUTH
  * frame per 100 ms into addr, reconnecting when cut off. */
 pid_t lmt_slowloris_start(const char *addr, int n);
