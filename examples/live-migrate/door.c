@@ -679,6 +679,13 @@ static int door_open(struct lm_door *door)
 
 	if (!t)
 		return -ENOMEM;
+	/*
+	 * A backlog as deep as the table (an inherited listener's too: listen()
+	 * again only resizes it): a crowd dialing at once waits there instead of
+	 * having its SYNs dropped -- and the source's with them, which the
+	 * kernel retries only after 1 s, then 3 s.
+	 */
+	listen(door->lfd, LM_DOOR_SLOTS);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	/* accept until the backlog is empty: never a wait for the next peer */
 	if (t->epfd < 0 || fcntl(door->lfd, F_SETFL, fcntl(door->lfd, F_GETFL) | O_NONBLOCK) || epoll_ctl(t->epfd, EPOLL_CTL_ADD, door->lfd, &ev)) {

@@ -351,8 +351,8 @@ int lm_sockbuf(void)
 	return e ? atoi(e) : LM_SOCKBUF;
 }
 
-/* Strangers may connect many at once: the door takes up to 64 handshakes. */
-#define LM_BACKLOG 128
+/* Strangers may connect many at once: as deep as the door's handshake table. */
+#define LM_BACKLOG LM_DOOR_SLOTS
 
 static int listen_on(const char *addr)
 {
