@@ -48,7 +48,8 @@
 /* more than the door's slots: it must drop some, and the right ones */
 #define CROWD_OVER 1536
 _Static_assert(CROWD_OVER > LM_DOOR_SLOTS && CROWD_OVER > CROWD, "a crowd over the slots");
-/* fds of the migration's own that a quiet run's 5 ms samples may miss */
+/* the newcomer's fd, accepted before the oldest's is closed, and fds of the
+ * migration's own that a quiet run's 5 ms samples may miss */
 #define FD_SLACK 4
 /* what a crowd may add to the destination's peak RSS beyond the quiet run's:
  * the handshake table (1024 slots of 528 bytes on x86_64, its pages touched
