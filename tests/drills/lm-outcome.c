@@ -14,7 +14,7 @@
  * it (`lm resume`), its hash and invariants checked.  Where the
  * destination runs on, --verify has checked every page it has.
  *
- * The relay (one thread, poll) reads frame headers to know the phase:
+ * The relay (drill-relay.c) reads frame headers to know the phase:
  *   before SWITCH  the first precopy PAGES frame (withheld)
  *   SWITCH sent    right after SWITCH went through
  *   RESUMED lost   the destination's RESUMED (withheld)
@@ -56,12 +56,12 @@
 
 #include "lm.h"
 #include "test-util.h"
+#include "drill-relay.h"
 
 #define DERR lmt_path("outcome-dest.err")
 #define SERR lmt_path("outcome-src.err")
 static const char *ckpt_at;	/* --checkpoint: CKPT unless a test says */
 #define CKPT lmt_path("outcome.ckpt")
-#define MAXC 16
 
 enum phase { P_PRECOPY, P_SWITCH, P_RESUMED, P_POSTCOPY, P_DONE, P_FIN, P_END };
 enum fault { F_STALL, F_RESET, F_KILL_SRC, F_KILL_DST, F_FORGE, F_END };
@@ -87,66 +87,35 @@ static const struct {
 	[P_FIN] = { 1, LM_FIN, 0, false },
 };
 
-struct leg {
-	int from, to;
-	uint8_t hdr[sizeof(struct lm_hdr)];
-	size_t hgot;
-	uint64_t left;		/* bytes of the current frame still to come */
-	unsigned int nframes;
-	bool trig;		/* the current frame is the phase's */
-	bool held;
-};
-
 struct relay {
-	int lfd;
-	char dest[64];
+	struct dr c;		/* first: the hooks get &c */
 	enum phase phase;
 	enum fault fault;
 	atomic_bool fired;
 	atomic_bool release;	/* kills: the victim is dead, close the link */
 	bool closed;
-	struct leg leg[2 * MAXC];
-	int nconn;
-	int sink[MAXC];		/* stalled: rejoins accepted, never answered */
-	int nsink;
-	atomic_int stop;
-	pthread_t tid;
 };
 
-static void close_all(struct relay *r, bool rst)
+static void fire(struct dr *c)
 {
-	struct linger l = { 1, 0 };
+	struct relay *r = (struct relay *)c;
 
-	for (int i = 0; i < 2 * r->nconn; i += 2) {
-		if (r->leg[i].from < 0)
-			continue;
-		if (rst) {
-			setsockopt(r->leg[i].from, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-			setsockopt(r->leg[i].to, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-		}
-		close(r->leg[i].from);
-		close(r->leg[i].to);
-		r->leg[i].from = r->leg[i].to = r->leg[i + 1].from = r->leg[i + 1].to = -1;
-	}
-}
-
-static void fire(struct relay *r)
-{
 	atomic_store(&r->fired, true);
 	if (r->fault == F_RESET) {
-		close_all(r, true);
+		dr_close_all(c, true);
 		return;
 	}
 	/* stalled, or held until the victim is dead */
-	for (int i = 0; i < 2 * r->nconn; i++)
-		r->leg[i].held = true;
+	for (int i = 0; i < 2 * c->nconn; i++)
+		c->leg[i].held = true;
 }
 
 /* Walk n bytes of leg i frame by frame; how many go on before the fault
  * (*now set), or n.  A forged row flips the trigger frame's last byte. */
-static size_t scan(struct relay *r, int i, uint8_t *b, size_t n, bool *now)
+static size_t scan(struct dr *c, int i, uint8_t *b, size_t n, bool *now)
 {
-	struct leg *g = &r->leg[i];
+	struct relay *r = (struct relay *)c;
+	struct dr_leg *g = &c->leg[i];
 	bool mine = i < 2 && i % 2 == trig[r->phase].dir;
 
 	for (size_t k = 0; k < n; ) {
@@ -155,27 +124,23 @@ static size_t scan(struct relay *r, int i, uint8_t *b, size_t n, bool *now)
 		if (g->left) {
 			size_t take = n - k < g->left ? n - k : (size_t)g->left;
 
-			if (g->trig && r->fault == F_FORGE && take == g->left) {
+			if (g->mark && r->fault == F_FORGE && take == g->left) {
 				b[k + take - 1] ^= 0x01;
 				atomic_store(&r->fired, true);
 			}
 			g->left -= take;
 			k += take;
-			if (!g->left && g->trig && r->fault != F_FORGE) {
+			if (!g->left && g->mark && r->fault != F_FORGE) {
 				*now = true;
 				return k;
 			}
 			continue;
 		}
-		g->hdr[g->hgot++] = b[k++];
-		if (g->hgot < sizeof(g->hdr))
+		if (!dr_header(g, i, b[k++], &h))
 			continue;
-		g->hgot = 0;
-		memcpy(&h, g->hdr, sizeof(h));
-		g->left = h.len + (g->nframes++ >= lm_clear_frames(i % 2 == 0) ? LM_TAGLEN : 0);
-		g->trig = mine && !atomic_load(&r->fired) && h.type == trig[r->phase].type &&
+		g->mark = mine && !atomic_load(&r->fired) && h.type == trig[r->phase].type &&
 			  (h.flags & (LM_F_PUSH | LM_F_STOPCOPY)) == trig[r->phase].flags;
-		if (g->trig && !trig[r->phase].after && r->fault != F_FORGE) {
+		if (g->mark && !trig[r->phase].after && r->fault != F_FORGE) {
 			*now = true;
 			return k >= sizeof(h) ? k - sizeof(h) : 0;
 		}
@@ -183,105 +148,32 @@ static size_t scan(struct relay *r, int i, uint8_t *b, size_t n, bool *now)
 	return n;
 }
 
-static void accept_one(struct relay *r)
+/* After the fault: a stalled link answers no one; a reset one is gone. */
+static bool admit(struct dr *c, int fd)
 {
-	struct linger l = { 1, 0 };
-	int c = accept4(r->lfd, NULL, NULL, SOCK_NONBLOCK), d;
+	struct relay *r = (struct relay *)c;
 
-	if (c < 0)
-		return;
-	if (atomic_load(&r->fired) && r->fault == F_STALL && r->nsink < MAXC) {
-		r->sink[r->nsink++] = c;
-		return;
+	if (!atomic_load(&r->fired) || r->fault == F_FORGE)
+		return true;
+	if (r->fault == F_STALL && c->nsink < DR_MAXC) {
+		c->sink[c->nsink++] = fd;
+		return false;
 	}
-	d = r->nconn < MAXC && !(atomic_load(&r->fired) && r->fault == F_RESET) ?
-	    lm_connect(r->dest) : -1;
-	if (d < 0) {
-		setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-		close(c);
-		return;
-	}
-	fcntl(d, F_SETFL, fcntl(d, F_GETFL) | O_NONBLOCK);
-	r->leg[2 * r->nconn] = (struct leg){ .from = c, .to = d };
-	r->leg[2 * r->nconn + 1] = (struct leg){ .from = d, .to = c };
-	r->nconn++;
+	if (r->fault != F_RESET)
+		return true;
+	dr_reset(fd);
+	return false;
 }
 
-static void put(int fd, const uint8_t *b, size_t n)
+/* kills: once the victim is dead, close the link as its kernel would */
+static void tick(struct dr *c)
 {
-	while (n) {
-		ssize_t w = write(fd, b, n);
+	struct relay *r = (struct relay *)c;
 
-		if (w < 0 && errno == EAGAIN) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-			if (poll(&p, 1, 1000) <= 0)
-				return;
-			continue;
-		}
-		if (w <= 0)
-			return;
-		b += w;
-		n -= (size_t)w;
+	if (atomic_load(&r->release) && !r->closed) {
+		dr_close_all(c, false);
+		r->closed = true;
 	}
-}
-
-static void relay_leg(struct relay *r, int i)
-{
-	static uint8_t buf[1 << 16];
-	struct leg *g = &r->leg[i];
-	bool now = false;
-	ssize_t got = read(g->from, buf, sizeof(buf));
-	size_t pass;
-
-	if (got <= 0) {
-		if (got < 0 && errno == EAGAIN)
-			return;
-		shutdown(g->to, SHUT_WR);
-		g->held = true;	/* its end is gone */
-		return;
-	}
-	pass = scan(r, i, buf, (size_t)got, &now);
-	put(g->to, buf, pass);
-	if (now)
-		fire(r);
-}
-
-static void *relay_main(void *arg)
-{
-	struct relay *r = arg;
-
-	while (!atomic_load(&r->stop)) {
-		struct pollfd pf[1 + 2 * MAXC];
-		int idx[2 * MAXC], n = 1;
-
-		if (atomic_load(&r->release) && !r->closed) {
-			close_all(r, false);	/* what a dead peer's kernel does */
-			r->closed = true;
-		}
-		pf[0] = (struct pollfd){ .fd = r->lfd, .events = POLLIN };
-		for (int i = 0; i < 2 * r->nconn; i++) {
-			if (r->leg[i].from < 0 || r->leg[i].held)
-				continue;
-			idx[n - 1] = i;
-			pf[n++] = (struct pollfd){ .fd = r->leg[i].from, .events = POLLIN };
-		}
-		if (poll(pf, (nfds_t)n, 20) <= 0)
-			continue;
-		if (pf[0].revents & POLLIN)
-			accept_one(r);
-		for (int k = 1; k < n; k++) {
-			if (!pf[k].revents || r->leg[idx[k - 1]].held)
-				continue;
-			relay_leg(r, idx[k - 1]);
-			if (atomic_load(&r->fired) && r->fault != F_FORGE)
-				break;	/* the legs changed */
-		}
-	}
-	close_all(r, false);
-	while (r->nsink)
-		close(r->sink[--r->nsink]);
-	return NULL;
 }
 
 /* ---- one row ------------------------------------------------------------ */
@@ -335,12 +227,13 @@ static void run_row(struct row *w)
 	char daddr[64], raddr[64], lfd_s[16];
 	const char *mode = modes[w->mode];
 	int lfd = lmt_listener(daddr, sizeof(daddr));
-	struct relay r = { .phase = w->phase, .fault = w->fault };
+	struct relay r = { .c = { .scan = scan, .fire = fire, .admit = admit, .tick = tick },
+			   .phase = w->phase, .fault = w->fault };
 	pid_t d, s, victim;
 
 	unlink(CKPT);
 	snprintf(lfd_s, sizeof(lfd_s), "%d", lfd);
-	snprintf(r.dest, sizeof(r.dest), "%s", daddr);
+	snprintf(r.c.dest, sizeof(r.c.dest), "%s", daddr);
 	{
 		const char *da[] = { "dest", "--key", lmt_key(), "--listen-fd", lfd_s, "--mode", mode,
 				     "--verify", "--timeout", "1000", "--rejoin", "1000", "--size",
@@ -349,7 +242,7 @@ static void run_row(struct row *w)
 		d = lmt_spawn(DERR, NULL, da);
 	}
 	close(lfd);
-	r.lfd = lmt_listener(raddr, sizeof(raddr));
+	r.c.lfd = lmt_listener(raddr, sizeof(raddr));
 	{
 		const char *sa[] = { "source", "--key", lmt_key(), "--to", raddr, "--mode", mode,
 				     "--verify", "--timeout", "1000", "--rejoin", "1000", "--size",
@@ -360,7 +253,7 @@ static void run_row(struct row *w)
 
 		s = lmt_spawn(SERR, NULL, sa);
 	}
-	assert_int_equal(pthread_create(&r.tid, NULL, relay_main, &r), 0);
+	assert_int_equal(dr_start(&r.c), 0);
 	victim = w->fault == F_KILL_SRC ? s : w->fault == F_KILL_DST ? d : 0;
 	if (victim) {
 		double end = lmt_now() + 20;
@@ -378,9 +271,7 @@ static void run_row(struct row *w)
 		w->src = lmt_status_within(s, 30);
 	if (victim != d)
 		w->dst = lmt_status_within(d, 30);
-	atomic_store(&r.stop, 1);
-	pthread_join(r.tid, NULL);
-	close(r.lfd);
+	dr_stop(&r.c);
 	w->fired = atomic_load(&r.fired);
 	w->where = where_now(w);
 }
