@@ -37,19 +37,20 @@ static void region_hash(uint8_t out[32], const uint8_t *mem, size_t size)
 	crypto_generichash(out, 32, mem, size, NULL, 0);
 }
 
-static int put_all(int fd, const void *buf, size_t n)
+/* All n bytes written (out) or read; -errno, or -ENODATA at an early end. */
+static int io_all(int fd, void *buf, size_t n, bool out)
 {
-	const uint8_t *b = buf;
+	uint8_t *b = buf;
 
 	while (n) {
-		ssize_t w = write(fd, b, n);
+		ssize_t r = out ? write(fd, b, n) : read(fd, b, n);
 
-		if (w < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		b += w;
-		n -= (size_t)w;
+		if (r <= 0)
+			return r < 0 ? -errno : out ? -EIO : -ENODATA;
+		b += r;
+		n -= (size_t)r;
 	}
 	return 0;
 }
@@ -68,9 +69,9 @@ int lm_ckpt_write(const char *path, const uint8_t *mem, size_t size, size_t page
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	ret = put_all(fd, &h, sizeof(h));
+	ret = io_all(fd, &h, sizeof(h), true);
 	if (!ret)
-		ret = put_all(fd, mem, size);
+		ret = io_all(fd, (void *)mem, size, true);
 	if (!ret && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
@@ -80,23 +81,6 @@ int lm_ckpt_write(const char *path, const uint8_t *mem, size_t size, size_t page
 	if (ret)
 		unlink(tmp);
 	return ret;
-}
-
-static int get_all(int fd, void *buf, size_t n)
-{
-	uint8_t *b = buf;
-
-	while (n) {
-		ssize_t r = read(fd, b, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ENODATA;
-		b += r;
-		n -= (size_t)r;
-	}
-	return 0;
 }
 
 /* The region from path, checked against its hash; NULL and a message if not. */
@@ -112,7 +96,7 @@ static uint8_t *ckpt_load(const char *path, struct ckpt_hdr *h)
 	}
 	len = lseek(fd, 0, SEEK_END);
 	lseek(fd, 0, SEEK_SET);
-	ret = get_all(fd, h, sizeof(*h));
+	ret = io_all(fd, h, sizeof(*h), false);
 	if (ret || memcmp(h->magic, CKPT_MAGIC, sizeof(h->magic)) || !h->size ||
 	    h->size % WL_REC || len != (off_t)(sizeof(*h) + h->size)) {
 		fprintf(stderr, "lm: resume: %s is not a whole lm checkpoint\n", path);
@@ -126,7 +110,7 @@ static uint8_t *ckpt_load(const char *path, struct ckpt_hdr *h)
 		close(fd);
 		return NULL;
 	}
-	ret = get_all(fd, mem, h->size);
+	ret = io_all(fd, mem, h->size, false);
 	close(fd);
 	region_hash(hash, mem, h->size);
 	if (!ret && sodium_memcmp(hash, h->hash, sizeof(hash)))
