@@ -368,7 +368,7 @@ static void check_rule(const struct row *w)
 			      "resumes\n", modes[w->mode], phases[w->phase], faults[w->fault]);
 		broken++;
 	}
-	if (w->dst == LM_EXIT_SOURCE_LOST && !lmt_file_has(DERR, "the source holds it whole"))
+	if (w->dst == LM_EXIT_SOURCE_LOST && !lmt_file_has(DERR, "holds it whole as at the pause"))
 		broken++;
 	if (w->dst == LM_EXIT_OK && w->src == LM_EXIT_ABORTED) {
 		print_message("# RULE BROKEN: %s / %s / %s: resumed on both ends\n",
