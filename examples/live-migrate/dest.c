@@ -974,6 +974,10 @@ static int source_lost(struct dst *d, const char *why, int err)
 		(unsigned long long)atomic_load(&d->mapped), (unsigned long long)d->npages,
 		atomic_load(&d->wl.failed) ? ", a thread got SIGBUS on a page it could not have" :
 		"");
+	/* this side lacks pages: the only whole copy is the source's */
+	fprintf(stderr, "lm: destination: the workload stopped here and cannot run on (pages "
+		"are missing); the source, if it lives, holds it whole as at the pause and keeps "
+		"it paused (its checkpoint: 'lm resume FILE', as the source says)\n");
 	/* threads blocked in missing faults cannot be woken: leave now */
 	fflush(NULL);
 	_exit(lm_err_is_protocol(err) ? LM_EXIT_PROTOCOL : LM_EXIT_SOURCE_LOST);

@@ -25,8 +25,11 @@ enum {
 	LM_EXIT_PROTOCOL = 5,	/* a malformed frame: the peer broke the protocol */
 	LM_EXIT_PEER_LOST = 6,	/* the peer closed or stopped answering (--timeout) */
 	LM_EXIT_AUTH = 7,	/* the peer did not prove the key, or refused ours */
-	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no word from the destination:
-				 * paused, not resumed here; the operator decides */
+	LM_EXIT_UNDECIDED = 8,	/* source: after SWITCH, no verdict from the destination:
+				 * the workload kept paused in --checkpoint FILE
+				 * (lm resume FILE); the operator decides */
+	LM_EXIT_LOST = 11,	/* source: as 8, but the checkpoint could not be
+				 * written: the pages the destination lacked are gone */
 	LM_EXIT_NOMEM = 10,	/* the region does not fit: the cgroup's room, the
 				 * huge page pool (mem.c) */
 	LM_EXIT_INTERRUPTED = 130, /* SIGINT/SIGTERM before the commit (dest) */
@@ -218,6 +221,7 @@ struct lm_opts {
 	bool plaintext;			/* --plaintext: frames authenticated, not encrypted */
 	bool size_given;		/* dest: --size is what it expects */
 	uint64_t max_size;		/* dest: 0 = what it expects, else free memory */
+	const char *checkpoint;		/* source: where a paused workload is kept */
 };
 
 /* How long a rejoin may take: --rejoin, else --timeout; -1: no limit. */
@@ -391,6 +395,10 @@ int lm_ms_until(uint64_t end);
 int lm_sockbuf(void);
 int lm_source(const struct lm_opts *o, const char *addr);
 int lm_dest(const struct lm_opts *o, int listen_fd);
+/* ckpt.c: the source's region kept in a file, and run again from it */
+int lm_ckpt_write(const char *path, const uint8_t *mem, size_t size, size_t page,
+		  enum lm_mode mode);
+int lm_resume(const struct lm_opts *o, const char *path);
 int lm_main(int argc, char **argv);
 
 /* bitmaps */

@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: lm run|source|dest [options]     migrate a workload's memory over TCP\n"
 "       lm keygen FILE                   a new shared key for both ends\n"
+"       lm resume FILE [--after S]       run a workload a source kept (exit 8)\n"
 "  run                  source and destination on this machine (loopback)\n"
 "  source --to H:P      connect to a destination (needs --key)\n"
 "  dest --listen H:P    wait for a source (default " DEFAULT_ADDR ")\n"
@@ -65,11 +66,16 @@ static void usage(FILE *f)
 "  --no-drain           pause without waiting for the link to empty (to measure\n"
 "                       what the drain saves)\n"
 "  --listen-fd N        dest: an inherited listening socket (tests)\n"
+"  --checkpoint FILE    source: where the paused workload is kept when the\n"
+"                       outcome stays unknown after SWITCH (default\n"
+"                       lm-checkpoint-PID in the working directory)\n"
 "  -q, --quiet          no progress lines\n"
 "exit: 0 ok, 1 usage or refused, 2 aborted (source resumed), 3 source lost\n"
 "      mid-postcopy, 4 verification failed, 5 protocol error, 6 peer lost or\n"
 "      stopped answering, 7 wrong key, 8 outcome unknown (source: after SWITCH\n"
-"      the destination could not be asked; the workload stays paused here),\n"
+"      no verdict came; the workload is kept paused in --checkpoint FILE:\n"
+"      'lm resume FILE' runs it, if the destination did not), 11 as 8 but the\n"
+"      checkpoint could not be written (the workload is lost on this side),\n"
 "      10 the region does not fit: the cgroup's room (v2 memory.max less\n"
 "      memory.current, v1 memory.limit_in_bytes less memory.usage_in_bytes)\n"
 "      or no free huge pages (raise /sys/kernel/mm/hugepages/*/nr_hugepages)\n");
@@ -183,7 +189,7 @@ static uint64_t parse_time_ns(const char *s)
 enum { O_MODE = 256, O_SIZE, O_BACKING, O_THREADS, O_PATTERN, O_HOTFRAC, O_HOTSHARE,
 	O_STALE, O_RATE, O_ROUNDS, O_TRACK, O_BW, O_RTT, O_PRECOPY, O_AFTER, O_VERIFY,
 	O_JSON, O_ROW, O_PLOT, O_TIMEOUT, O_HTHREADS, O_INJECT, O_TO, O_LISTEN, O_LISTEN_FD,
-	O_KEY, O_MAX_SIZE, O_NO_DRAIN, O_REJOIN, O_PLAINTEXT };
+	O_KEY, O_MAX_SIZE, O_NO_DRAIN, O_REJOIN, O_PLAINTEXT, O_CHECKPOINT };
 
 static const struct option longopts[] = {
 	{ "mode", 1, NULL, O_MODE }, { "size", 1, NULL, O_SIZE },
@@ -200,7 +206,7 @@ static const struct option longopts[] = {
 	{ "listen", 1, NULL, O_LISTEN }, { "listen-fd", 1, NULL, O_LISTEN_FD },
 	{ "key", 1, NULL, O_KEY }, { "max-size", 1, NULL, O_MAX_SIZE },
 	{ "no-drain", 0, NULL, O_NO_DRAIN }, { "rejoin", 1, NULL, O_REJOIN },
-	{ "plaintext", 0, NULL, O_PLAINTEXT },
+	{ "plaintext", 0, NULL, O_PLAINTEXT }, { "checkpoint", 1, NULL, O_CHECKPOINT },
 	{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' },
 	{ 0 },
 };
@@ -293,6 +299,7 @@ static void set_opt(struct lm_opts *o, int c, const char *a)
 							      true);
 		break;
 	case O_INJECT: o->inject = a; break;
+	case O_CHECKPOINT: o->checkpoint = a; break;
 	case O_TO: case O_LISTEN: o->addr = a; break;
 	case O_LISTEN_FD:
 		o->listen_fd = (int)parse_num(a, "--listen-fd", 1000, 0, 1 << 20, true);
@@ -468,13 +475,18 @@ int lm_main(int argc, char **argv)
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1)
 		set_opt(&o, c, optarg);
-	if (optind < argc)
+	/* resume takes its FILE among the options */
+	if (!strcmp(cmd, "resume") && optind + 1 != argc)
+		die_usage("usage: lm resume FILE [--after S]");
+	if (optind < argc && strcmp(cmd, "resume"))
 		die_usage("unexpected argument '%s'", argv[optind]);
 	signal(SIGPIPE, SIG_IGN);
 	if (lm_crypto_init()) {
 		fprintf(stderr, "lm: libsodium failed to initialise\n");
 		return LM_EXIT_USAGE;
 	}
+	if (!strcmp(cmd, "resume"))
+		return lm_resume(&o, argv[optind]);
 	if (!strcmp(cmd, "row-header")) {
 		lm_report_print(NULL, &o);
 		return 0;

@@ -754,9 +754,43 @@ static int switch_over(struct src *s)
 	return 0;
 }
 
-static int exit_for(int ret)
+/*
+ * After SWITCH, and no verdict: the destination may run the workload on
+ * (it holds every page), or may lack pages only this side holds (minor and
+ * missing mode before their postcopy ends) and stop.  This side cannot
+ * tell which, and its region -- every page as it was at the pause -- is the
+ * only whole copy in the second case: it goes to the checkpoint file before
+ * anything is freed, and the workload stays paused there for the operator.
+ */
+static int keep(struct src *s)
 {
-	return lm_err_is_protocol(ret) ? LM_EXIT_PROTOCOL : LM_EXIT_PEER_LOST;
+	const char *path = s->o->checkpoint;
+	char def[64];
+	int ret;
+
+	stop_urgent(s);
+	if (!path) {
+		snprintf(def, sizeof(def), "lm-checkpoint-%d", (int)getpid());
+		path = def;
+	}
+	ret = lm_ckpt_write(path, s->back, s->size, s->page, s->o->mode);
+	if (ret) {
+		fprintf(stderr, "lm: source: WORKLOAD LOST on this side: cannot write the "
+			"checkpoint %s: %s\n", path, strerror(-ret));
+		return LM_EXIT_LOST;
+	}
+	fprintf(stderr, "lm: source: OUTCOME UNKNOWN: the workload is kept paused in %s (every "
+		"page as at the pause); if the destination did not run it on (it did not exit "
+		"0), resume it with: lm resume %s\n", path, path);
+	return LM_EXIT_UNDECIDED;
+}
+
+/* The link broke for good after RESUMED: the verdict never came. */
+static int lost_after_switch(struct src *s, int ret)
+{
+	fprintf(stderr, "lm: source: destination lost after the switch-over (the workload was "
+		"committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
+	return keep(s);
 }
 
 /*
@@ -764,8 +798,8 @@ static int exit_for(int ret)
  * workload, so it is never resumed here on a guess.  Ask the destination
  * (a rejoin of this session): if it resumed, carry on from where it is; if
  * it answers, sealed, that it did not and never will, take the workload
- * back; if it cannot be reached within --rejoin, stay paused and leave the
- * decision to the operator (exit 8).
+ * back; if it cannot be reached within --rejoin, keep the workload paused
+ * in a checkpoint and leave the decision to the operator (exit 8).
  */
 static int recover(struct src *s, int why)
 {
@@ -786,17 +820,13 @@ static int recover(struct src *s, int why)
 	if (!ret)
 		fprintf(stderr, "lm: source: the destination had resumed: the workload is its\n");
 	if (ret) {
-		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: no word from the destination since "
-			"SWITCH; the workload stays paused and is not resumed here (the operator "
-			"decides: the destination may run it)\n");
-		return LM_EXIT_UNDECIDED;
+		fprintf(stderr, "lm: source: no word from the destination since SWITCH; the "
+			"workload is not resumed here (the destination may run it)\n");
+		return keep(s);
 	}
 	ret = postcopy(s);
-	if (ret) {
-		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
-			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
-		return exit_for(ret);
-	}
+	if (ret)
+		return lost_after_switch(s, ret);
 	return LM_EXIT_OK;
 }
 
@@ -814,11 +844,8 @@ static int migrate(struct src *s)
 		return abort_locally(s, s->m.err[0] ? s->m.err : strerror(-ret));
 	else
 		ret = postcopy(s);
-	if (ret < 0) {
-		fprintf(stderr, "lm: source: destination lost after the switch-over (the workload "
-			"was committed to it): %s\n", s->m.err[0] ? s->m.err : strerror(-ret));
-		return exit_for(ret);
-	}
+	if (ret < 0)
+		return lost_after_switch(s, ret);
 	if (ret)
 		return ret;
 	/* the destination's verdict is this side's too */

@@ -79,6 +79,8 @@ static unsigned int nspawned;
 
 pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *args)
 {
+	/* lm runs in the test's own directory: a source's checkpoint lands there */
+	const char *dir = lmt_dir();
 	pid_t pid = lmt_fork();
 	char *argv[48];
 	int n = 0;
@@ -88,7 +90,7 @@ pid_t lmt_spawn(const char *errfile, const char *outfile, const char *const *arg
 		spawned[nspawned++ % 64].errfile = errfile;
 		return pid;
 	}
-	if (errfile && !freopen(errfile, "w", stderr))
+	if ((errfile && !freopen(errfile, "w", stderr)) || chdir(dir))
 		_exit(100);
 	setvbuf(stderr, NULL, _IONBF, 0);	/* freopen made it buffered */
 	if (!freopen(outfile ? outfile : "/dev/null", "w", stdout))
@@ -212,6 +214,18 @@ static void remove_tmp_dir(void)
 	rmdir(tmp_dir);
 }
 
+/* The directory of lmt_path's files, made on first use. */
+const char *lmt_dir(void)
+{
+	if (!tmp_dir[0]) {
+		snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/lm-test-XXXXXX");
+		assert_non_null(mkdtemp(tmp_dir));
+		tmp_owner = getpid();
+		atexit(remove_tmp_dir);
+	}
+	return tmp_dir;
+}
+
 /*
  * A file in a directory of this test program's own: programs meson runs in
  * parallel, or two test runs side by side, never read each other's logs.
@@ -224,12 +238,7 @@ const char *lmt_path(const char *name)
 	} cache[32];
 	static unsigned int n;
 
-	if (!tmp_dir[0]) {
-		snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/lm-test-XXXXXX");
-		assert_non_null(mkdtemp(tmp_dir));
-		tmp_owner = getpid();
-		atexit(remove_tmp_dir);
-	}
+	lmt_dir();
 	for (unsigned int i = 0; i < n; i++)
 		if (!strcmp(cache[i].name, name))
 			return cache[i].path;
@@ -383,4 +392,31 @@ int lmt_slowloris_stop(pid_t pid)
 		fclose(f);
 	}
 	return cuts;
+}
+
+/* "with N of M pages mapped" or "pages N of M mapped" in the destination's log */
+bool lmt_dest_holds_all(const char *log)
+{
+	char buf[16384], *p;
+	unsigned long long n, m;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+	fclose(f);
+	if (strstr(buf, "holds every page"))
+		return true;
+	for (p = buf; (p = strstr(p, " of ")); p++) {
+		char *q = p, *end;
+
+		while (q > buf && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+		if (q == p || sscanf(q, "%llu of %llu", &n, &m) != 2 || n != m || !m)
+			continue;
+		strtoull(p + 4, &end, 10);
+		if (!strncmp(end, " pages mapped", 13) || !strncmp(end, " mapped", 7))
+			return true;
+	}
+	return false;
 }

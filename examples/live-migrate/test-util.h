@@ -31,7 +31,9 @@ bool lmt_wait_for(const char *path, const char *word, double seconds);
 bool lmt_has_region(pid_t pid);
 /* wait until pid catches SIGTERM (its handlers are in place); false after seconds */
 bool lmt_wait_catching(pid_t pid, double seconds);
-/* NAME in a directory of this test program's own, removed at its exit. */
+/* A directory of this test program's own, removed at its exit; lm runs there. */
+const char *lmt_dir(void);
+/* NAME in it */
 const char *lmt_path(const char *name);
 /* A key file for both ends (lm keygen), made once per test program. */
 const char *lmt_key(void);
@@ -44,5 +46,7 @@ int lmt_dial(const struct sockaddr_in *sa);
 pid_t lmt_slowloris_start(const char *addr, int n);
 /* Stop them: how many times they were cut off. */
 int lmt_slowloris_stop(pid_t pid);
+/* Whether a destination's log says it held every page (all N of N mapped). */
+bool lmt_dest_holds_all(const char *log);
 
 #endif
