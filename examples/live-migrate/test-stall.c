@@ -251,8 +251,15 @@ static void source_stops_postcopy(const char *mode)
 
 	start(&r, mode, "none", "stop-postcopy");
 	stopped_then_exit(&r, r.s, r.d, &r.d_rc);
-	assert_int_equal(r.d_rc, LM_EXIT_SOURCE_LOST);
-	assert_true(lmt_file_has(DERR, "source lost during postcopy"));
+	/* no page stale by the pause (a busy machine slows the workload's
+	 * writes, and missing mode sends the stale list before the commit):
+	 * the destination holds every page and must run on (issue 37) */
+	if (r.d_rc == 0 && lmt_file_has(DERR, "holds every page: the workload runs on")) {
+		print_message("# no page was missing: the destination ran on\n");
+	} else {
+		assert_int_equal(r.d_rc, LM_EXIT_SOURCE_LOST);
+		assert_true(lmt_file_has(DERR, "source lost during postcopy"));
+	}
 	kill_stopped(r.s);
 }
 
