@@ -164,12 +164,19 @@ static int cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* An empty list has no array, and qsort(NULL, 0) is undefined. */
+static void sort_list(struct list *l)
+{
+	if (l->n)
+		qsort(l->p, l->n, sizeof(*l->p), cmp);
+}
+
 static void listing(const char *dir, struct list *l)
 {
 	cur_list = l;
 	strip = strlen(dir) + 1;
 	nftw(dir, list_one, 64, FTW_PHYS);
-	qsort(l->p, l->n, sizeof(*l->p), cmp);
+	sort_list(l);
 }
 
 static int write_list(const char *file, const struct list *l)
@@ -196,7 +203,7 @@ static void read_list(const char *file, struct list *l)
 		list_add(l, rec);
 	free(rec);
 	fclose(f);
-	qsort(l->p, l->n, sizeof(*l->p), cmp);
+	sort_list(l);
 }
 
 /* ---- operand choice: what the watched tree holds now ---- */
@@ -1038,7 +1045,8 @@ static void shrink(struct seq *s, int64_t budget_ms)
 					push(&t, &s->v[j]);
 			if (t.n < s->n && fails(&t, &v)) {
 				s->n = t.n;
-				memcpy(s->v, t.v, t.n * sizeof(*t.v));
+				if (t.n)
+					memcpy(s->v, t.v, t.n * sizeof(*t.v));
 				progress = true;
 			} else {
 				i += n;
