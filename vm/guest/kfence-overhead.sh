@@ -1,6 +1,8 @@
 #!/bin/sh
 # shellcheck shell=sh
-# KFENCE overhead: hackbench and kfence-fsbench with KFENCE off
+# KFENCE overhead: hackbench (when the guest has it), kfence-fsbench (a
+# file-system workload) and kfence-buildbench (a compile-like one: make -j2
+# of processes that read headers and write objects) with KFENCE off
 # (sample_interval=0), at 100 ms and at 10 ms, switched at run time, runs
 # interleaved (the order rotates each round, so drift in the host's load
 # spreads over all configurations). "off2" is a second KFENCE-off run: its
@@ -33,8 +35,8 @@ run_one() {
 	echo "K513-OVH workload=$w config=$c round=$r seconds=$t" | tee -a "$out"
 }
 
-workloads=1
-[ -x $HB ] && workloads=2
+workloads=2
+[ -x $HB ] && workloads=3
 echo "1..$workloads"
 [ -x $HB ] || echo "# $HB is missing: run the guest with --extra $HB"
 old=$(cat $IV)
@@ -46,6 +48,7 @@ while [ "$r" -le "$rounds" ]; do
 	for c in $order; do
 		[ -x $HB ] && run_one hackbench "$c" "$r" $HB -g 4 -f 10 -l 1000
 		run_one fsbench "$c" "$r" kfence-fsbench /tmp/kfence-fsbench 1000 10
+		run_one build "$c" "$r" kfence-buildbench /tmp/kfence-buildbench 64 2 2
 	done
 	r=$((r + 1))
 done

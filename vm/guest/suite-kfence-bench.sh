@@ -4,8 +4,9 @@
 # then the overhead of KFENCE on hackbench and a file-system workload
 # (vm/guest/kfence-overhead.sh). Each prints its raw data as K513-TTD /
 # K513-OVH lines in the serial log, which kfence-tools/bench/plot-ttd reads.
-# Tunables on the kernel command line: k513.ttd_trials=N,
-# k513.ovh_rounds=N.
+# Tunables on the kernel command line: k513.ttd_trials=N (0: no
+# time-to-detection runs), k513.ovh_rounds=N.  Under vm/run-guest --icount
+# the guest's clock counts instructions, so every time is repeatable.
 # shellcheck source=vm/guest/lib.sh
 . /lib/k513/lib.sh
 
@@ -29,8 +30,11 @@ else
 	echo "K513-INFO $(grep -m1 -E 'hres_active' /proc/timer_list 2>/dev/null)"
 	# A bug on a timer-driven path (the drill sleeps between firings) and
 	# one on a busy path (it spins): KFENCE's gate opens from a timer too.
-	run_case kfence-ttd-sleep tap 0 3000 kfence-ttd -n "$ttd_trials" -i 1,10,100
-	run_case kfence-ttd-spin tap 0 3000 kfence-ttd -s -n "$ttd_trials" -i 1,10,100
+	# k513.ttd_trials=0: the overhead runs alone
+	if [ "$ttd_trials" -gt 0 ]; then
+		run_case kfence-ttd-sleep tap 0 3000 kfence-ttd -n "$ttd_trials" -i 1,10,100
+		run_case kfence-ttd-spin tap 0 3000 kfence-ttd -s -n "$ttd_trials" -i 1,10,100
+	fi
 	if [ -f /lib/k513/kfence-overhead.sh ]; then
 		run_case kfence-overhead tap 0 3000 sh /lib/k513/kfence-overhead.sh "$ovh_rounds"
 	fi
