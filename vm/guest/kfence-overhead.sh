@@ -81,24 +81,25 @@ function median(a, n,    i, j, x) {
 	if (f["round"] > R) R = f["round"]
 }
 END {
-	printf "# %-10s %-6s %3s %8s %8s %8s %8s %8s %8s\n", "workload", "config", "n",
-		"mean_s", "ratio", "sd", "ci95", "median", "max"
+	printf "# %-10s %-6s %3s %8s %8s %8s %8s %8s %8s %8s\n", "workload", "config", "n",
+		"mean_s", "ratio", "sd", "ci95", "min", "median", "max"
 	for (wl in w) {
 		for (ci = 1; ci <= 4; ci++) {
 			cf = ci == 1 ? "off" : ci == 2 ? "off2" : ci == 3 ? "100" : "10"
-			s = ss = n = sum = 0; mx = 0
+			s = ss = n = sum = 0; mx = 0; mn = 1e9
 			for (r = 1; r <= R; r++) {
 				base = t[wl, "off", r]; x = t[wl, cf, r]
 				if (base == "" || x == "" || base == "NaN" || x == "NaN" || base + 0 == 0)
 					continue
 				q = x / base; s += q; ss += q * q; n++; sum += x; v[n] = q
 				if (q > mx) mx = q
+				if (q < mn) mn = q
 			}
 			if (n == 0) { printf "# %-10s %-6s no data\n", wl, cf; continue }
 			m = s / n; d = sd(s, ss, n)
 			ratio[wl, cf] = m; ci95[wl, cf] = 2 * d / root(n)
-			printf "# %-10s %-6s %3d %8.3f %8.4f %8.4f %8.4f %8.4f %8.4f\n", wl, cf, n,
-				sum / n, m, d, 2 * d / root(n), median(v, n), mx
+			printf "# %-10s %-6s %3d %8.3f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", wl, cf, n,
+				sum / n, m, d, 2 * d / root(n), mn, median(v, n), mx
 		}
 	}
 	k = 0
