@@ -11,8 +11,10 @@
  * destination holds them all once it has mapped each one (stop-copy: from
  * its resume).  So after SWITCH a source without a verdict keeps its
  * region in a checkpoint (exit 8), and the row resumes the workload from
- * it (`lm resume`), its hash and invariants checked.  Where the
- * destination runs on, --verify has checked every page it has.
+ * it (`lm resume`), its hash and invariants checked.  Where the destination
+ * runs on, --verify has checked every page it has.  A destination that
+ * will not resume after the source may have sent SWITCH tells the
+ * rejoining source so, sealed: it resumes at home (exit 2).
  *
  * The relay (drill-relay.c) reads frame headers to know the phase:
  *   before SWITCH  the first precopy PAGES frame (withheld)
@@ -313,8 +315,8 @@ static struct want expect(const struct row *w)
 
 	if (p == P_PRECOPY)
 		x = (struct want){ LM_EXIT_ABORTED, LM_EXIT_PEER_LOST, -1 };
-	else if (w->fault == F_FORGE && p == P_SWITCH)	/* refused: never resumed */
-		x.dst = LM_EXIT_PEER_LOST;
+	else if (w->fault == F_FORGE && p == P_SWITCH)	/* refused: never resumed, */
+		x = (struct want){ LM_EXIT_ABORTED, LM_EXIT_PEER_LOST, -1 };	/* says so */
 	else if (w->fault == F_FORGE)
 		x = (struct want){ LM_EXIT_OK, LM_EXIT_OK, -1 };
 	else if (dest_whole(w->mode, p))
