@@ -151,6 +151,13 @@ bool lmt_expect(pid_t pid, int want)
 	return false;
 }
 
+bool lmt_file_says(const char *path, const char *word)
+{
+	char buf[16384];
+
+	return slurp(path, buf, sizeof(buf)) && strstr(buf, word);
+}
+
 bool lmt_file_has(const char *path, const char *word)
 {
 	char buf[16384];

@@ -25,6 +25,8 @@ int lmt_status_within(pid_t pid, double seconds);
 bool lmt_expect(pid_t pid, int want);
 /* Whether path contains word; prints the file when not. */
 bool lmt_file_has(const char *path, const char *word);
+/* The same, quietly: for a choice between messages. */
+bool lmt_file_says(const char *path, const char *word);
 /* Wait up to seconds for word to appear in path. */
 bool lmt_wait_for(const char *path, const char *word, double seconds);
 /* Whether pid maps a region (a memfd or a hugetlbfs file): allocated anything? */
