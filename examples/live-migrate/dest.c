@@ -41,6 +41,9 @@ struct dst {
 	bool verify;		/* as HELLO says: the source hashes only then */
 	uint8_t vkey[16];	/* --verify's hash key, of the key and session */
 	bool resumed;		/* the workload runs here */
+	/* a LAST ROUND was echoed: from then on the source may pause and send
+	 * SWITCH (it pauses only once its drain and RTT probes came back) */
+	bool may_switch;
 	atomic_int rejoinable;	/* a broken link waits for the source to rejoin */
 	bool stale_done;	/* the whole stale list came (counted once) */
 	bool hashes_done;	/* the source's page hashes came, all of them */
@@ -441,6 +444,7 @@ static int receive_precopy(struct dst *d)
 			if ((f.h.flags & LM_F_LAST) &&
 			    (ret = lm_send(&d->m, LM_ROUND, 0, f.fixed, NULL, 0)))
 				return ret;
+			d->may_switch |= (f.h.flags & LM_F_LAST) != 0;
 			/* probe knob: wait for SWITCH spinning, not asleep */
 			if ((f.h.flags & LM_F_LAST) && getenv("LM_SPIN_MS"))
 				d->m.spin_until_ns = lm_now_ns() +
@@ -1225,18 +1229,22 @@ static int fail(struct dst *d, const char *phase, int ret)
 
 	fprintf(stderr, "lm: destination: %s: %s\n", phase, why);
 	/*
-	 * SWITCH came but this side will not run the workload: the source
-	 * stays paused until told so (it never resumes on a guess).  Drop the
-	 * link so it asks at once, and answer its rejoin, sealed.
+	 * The source may have sent SWITCH -- it came, or the link failed after
+	 * the source could pause: a frame that failed authentication may have
+	 * been SWITCH itself -- but this side will not run the workload.  A
+	 * paused source stays paused until told so (it never resumes on a
+	 * guess): drop the link so it asks at once, and answer its rejoin,
+	 * sealed, so it resumes at home instead of keeping a checkpoint.
 	 */
-	if (d->t_switch && !d->resumed) {
+	if ((d->t_switch || d->may_switch) && !d->resumed) {
 		int wait = lm_rejoin_ms(d->o) < 0 ? d->o->timeout_ms : lm_rejoin_ms(d->o);
 
 		lm_conn_reset(&d->m);
 		lm_conn_reset(&d->urg);
 		if (!lm_door_tell(&d->door, NULL, wait * 2))
 			fprintf(stderr, "lm: destination: the source did not ask within %d ms "
-				"whether this destination resumed (it did not)\n", wait * 2);
+				"whether this destination resumed (it did not)%s\n", wait * 2,
+				d->t_switch ? "" : "; it may never have paused");
 	}
 	stop_threads(d);
 	lm_door_stop(&d->door);

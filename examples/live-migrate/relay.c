@@ -4,7 +4,7 @@
  * programs that use it.
  *
  *   lm-relay --listen H:P --to H:P [--bandwidth R] [--rtt T] [--queue N]
- *            [--sockbuf N] [-q]
+ *            [--sockbuf N] [--connect-timeout T] [-q]
  *
  * lm shapes its own link (lm_link in proto.c), but QEMU's max-bandwidth is
  * lifted for the final stop-and-copy, so a QEMU migration shaped by QEMU
@@ -18,7 +18,8 @@
  * the relay adds no buffer a real link would not have.
  *
  * It accepts one connection, relays both directions until both have
- * ended, prints what it moved on stderr and exits 0; 1 usage or setup,
+ * ended, prints what it moved on stderr and exits 0; 1 usage or setup
+ * (--to not reached within --connect-timeout, name lookup included),
  * 2 a peer reset the connection.
  */
 #include <errno.h>
@@ -66,6 +67,7 @@ struct relay {
 	uint64_t bps;		/* bytes per second, 0: unlimited */
 	uint64_t owd_ns;	/* one-way delay: half the RTT */
 	uint64_t burst_ns;	/* the bucket's depth, in link time */
+	uint64_t connect_ns;	/* --to's lookup and connect, at most */
 	size_t queue, sockbuf;
 	const char *listen, *to;
 	bool quiet;
@@ -114,7 +116,7 @@ static double number(const char *s, const char *opt, double unit, double lo, dou
 }
 
 /* "100us", "2ms", "0.1s"; a bare number is milliseconds, as lm takes it. */
-static uint64_t duration_ns(const char *s, const char *opt)
+static uint64_t duration_ns(const char *s, const char *opt, double max_s)
 {
 	static const struct { const char *unit; double ns; } units[] = {
 		{ "us", 1e3 }, { "ms", 1e6 }, { "", 1e6 }, { "s", 1e9 },
@@ -125,17 +127,51 @@ static uint64_t duration_ns(const char *s, const char *opt)
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (end == s || !isfinite(v) || v < 0 || strcmp(end, units[i].unit))
 			continue;
-		if (v * units[i].ns > 10e9)
-			usage_error("%s must be at most 10 s, not '%s'", opt, s);
+		if (v * units[i].ns > max_s * 1e9)
+			usage_error("%s must be at most %g s, not '%s'", opt, max_s, s);
 		return (uint64_t)(v * units[i].ns);
 	}
 	usage_error("%s needs a time like 100us or 2ms, not '%s'", opt, s);
 }
 
-/* "HOST:PORT" into an address; the last colon splits, so [::1]:P is not taken. */
-static int resolve(const char *hp, struct sockaddr_storage *ss, socklen_t *len)
+/*
+ * A name through getaddrinfo_a, abandoned at end: a resolver that never
+ * answers must not hold the relay past --connect-timeout.  The request
+ * outlives an abandoned lookup (the resolver's thread writes to it), so
+ * it is static: one lookup per run.
+ */
+static int lookup_until(const char *host, const char *port, uint64_t end, struct addrinfo **ai)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+	static struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	static char h[256], p[32];
+	static struct gaicb cb;
+	struct gaicb *list[1] = { &cb };
+	int rc;
+
+	snprintf(h, sizeof(h), "%s", host);
+	snprintf(p, sizeof(p), "%s", port);
+	cb = (struct gaicb){ .ar_name = h, .ar_service = p, .ar_request = &hints };
+	rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+	while (!rc && (rc = gai_error(&cb)) == EAI_INPROGRESS && now_ns() < end) {
+		uint64_t left = end - now_ns();
+		struct timespec ts = { .tv_sec = (time_t)(left / 1000000000ull),
+				       .tv_nsec = (long)(left % 1000000000ull) };
+
+		gai_suspend((const struct gaicb *const *)list, 1, &ts);
+	}
+	if (!rc)
+		*ai = cb.ar_result;
+	return rc;
+}
+
+/*
+ * "HOST:PORT" into an address; the last colon splits, so [::1]:P is not
+ * taken.  A numeric host never reaches a resolver; a name gets until end.
+ */
+static int resolve(const char *hp, struct sockaddr_storage *ss, socklen_t *len, uint64_t end)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST }, *ai;
 	char host[256];
 	const char *colon = strrchr(hp, ':');
 	int rc;
@@ -147,6 +183,13 @@ static int resolve(const char *hp, struct sockaddr_storage *ss, socklen_t *len)
 	memcpy(host, hp, (size_t)(colon - hp));
 	host[colon - hp] = 0;
 	rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (rc == EAI_NONAME)
+		rc = lookup_until(host, colon + 1, end, &ai);
+	if (rc == EAI_INPROGRESS) {
+		fprintf(stderr, "lm-relay: %s: no answer from the resolver within the "
+			"--connect-timeout\n", hp);
+		return -1;
+	}
 	if (rc) {
 		fprintf(stderr, "lm-relay: %s: %s\n", hp, gai_strerror(rc));
 		return -1;
@@ -163,11 +206,11 @@ static int resolve(const char *hp, struct sockaddr_storage *ss, socklen_t *len)
  * would otherwise grow a few MiB of queue in front of the link.
  */
 static int tcp_socket(const struct relay *r, struct sockaddr_storage *ss, socklen_t *len,
-		      const char *addr)
+		      const char *addr, uint64_t end)
 {
 	int fd, one = 1, buf = (int)r->sockbuf;
 
-	if (resolve(addr, ss, len))
+	if (resolve(addr, ss, len, end))
 		return -1;
 	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -186,7 +229,7 @@ static int listen_on(const struct relay *r)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	char host[NI_MAXHOST], port[NI_MAXSERV];
-	int fd = tcp_socket(r, &ss, &len, r->listen);
+	int fd = tcp_socket(r, &ss, &len, r->listen, now_ns() + r->connect_ns);
 
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 1) ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) ||
@@ -200,16 +243,53 @@ static int listen_on(const struct relay *r)
 	return fd;
 }
 
+/*
+ * connect() polled to end: a host that drops SYNs silently would keep a
+ * blocking one waiting for the kernel's retries, over a minute.
+ */
+static int connect_until(int fd, const struct sockaddr *sa, socklen_t len, uint64_t end)
+{
+	int err = 0, fl = fcntl(fd, F_GETFL);
+	socklen_t elen = sizeof(err);
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -errno;
+	if (connect(fd, sa, len) && errno != EINPROGRESS)
+		return -errno;
+	for (;;) {
+		uint64_t now = now_ns();
+		int wait = now < end ? (int)((end - now) / 1000000ull) + 1 : 0;
+
+		if (poll(&p, 1, wait) < 0 && errno != EINTR)
+			return -errno;
+		if (p.revents)
+			break;
+		if (now >= end)
+			return -ETIMEDOUT;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen))
+		return -errno;
+	return err ? -err : 0;
+}
+
 static int connect_to(const struct relay *r)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd = tcp_socket(r, &ss, &len, r->to);
+	uint64_t end = now_ns() + r->connect_ns;
+	int fd = tcp_socket(r, &ss, &len, r->to, end), ret;
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
-		fprintf(stderr, "lm-relay: cannot connect to %s: %s\n", r->to, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
+		return -1;
+	ret = connect_until(fd, (struct sockaddr *)&ss, len, end);
+	if (ret == -ETIMEDOUT)
+		fprintf(stderr, "lm-relay: cannot connect to %s: no answer within %.0f ms "
+			"(--connect-timeout)\n", r->to, (double)r->connect_ns / 1e6);
+	else if (ret)
+		fprintf(stderr, "lm-relay: cannot connect to %s: %s\n", r->to, strerror(-ret));
+	if (ret) {
+		close(fd);
 		return -1;
 	}
 	return fd;
@@ -391,6 +471,8 @@ static void usage(FILE *f)
 	      "                       in flight (default 64K)\n"
 	      "  --sockbuf N[KMG]     SO_RCVBUF and SO_SNDBUF of both sockets; 0 leaves the\n"
 	      "                       kernel's autotuning (default 64K)\n"
+	      "  --connect-timeout T  give up on --to (name lookup and connect) after T\n"
+	      "                       (default 5s, at most 600s)\n"
 	      "  -q, --quiet          no byte counts at the end\n"
 	      "exit: 0 both directions ended, 1 usage or setup, 2 a peer reset it\n", f);
 }
@@ -401,21 +483,24 @@ static void parse(struct relay *r, int argc, char **argv)
 		{ "listen", 1, NULL, 'l' }, { "to", 1, NULL, 't' },
 		{ "bandwidth", 1, NULL, 'b' }, { "rtt", 1, NULL, 'r' },
 		{ "queue", 1, NULL, 'Q' }, { "sockbuf", 1, NULL, 's' },
-		{ "burst", 1, NULL, 'B' }, { "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' }, { 0 }
+		{ "burst", 1, NULL, 'B' }, { "connect-timeout", 1, NULL, 'C' },
+		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' }, { 0 }
 	};
 	uint64_t rtt = 0;
 	int c;
 
-	*r = (struct relay){ .queue = 64 << 10, .sockbuf = 64 << 10, .burst_ns = 1000000 };
+	*r = (struct relay){ .queue = 64 << 10, .sockbuf = 64 << 10, .burst_ns = 1000000,
+			     .connect_ns = 5000000000ull };
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': r->listen = optarg; break;
 		case 't': r->to = optarg; break;
 		case 'b': r->bps = (uint64_t)(number(optarg, "--bandwidth", 1000, 8, 1e15) / 8); break;
-		case 'r': rtt = duration_ns(optarg, "--rtt"); break;
+		case 'r': rtt = duration_ns(optarg, "--rtt", 10); break;
 		case 'Q': r->queue = (size_t)number(optarg, "--queue", 1024, 4096, 1 << 30); break;
 		case 's': r->sockbuf = (size_t)number(optarg, "--sockbuf", 1024, 0, 1 << 30); break;
-		case 'B': r->burst_ns = duration_ns(optarg, "--burst"); break;
+		case 'B': r->burst_ns = duration_ns(optarg, "--burst", 10); break;
+		case 'C': r->connect_ns = duration_ns(optarg, "--connect-timeout", 600); break;
 		case 'q': r->quiet = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(1);

@@ -755,16 +755,32 @@ static int switch_over(struct src *s)
 }
 
 /*
+ * Stale pages never sent: the destination cannot have them, so it cannot
+ * run the workload on.  Stop-copy sent every page before SWITCH.
+ */
+static uint64_t never_sent(const struct src *s)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; s->o->mode != LM_MODE_STOPCOPY && i < s->npages; i++)
+		n += atomic_load(&s->state[i]) == S_STALE;
+	return n;
+}
+
+/*
  * After SWITCH, and no verdict: the destination may run the workload on
  * (it holds every page), or may lack pages only this side holds (minor and
- * missing mode before their postcopy ends) and stop.  This side cannot
- * tell which, and its region -- every page as it was at the pause -- is the
- * only whole copy in the second case: it goes to the checkpoint file before
- * anything is freed, and the workload stays paused there for the operator.
+ * missing mode before their postcopy ends) and stop.  Its region -- every
+ * page as it was at the pause -- is the only whole copy in the second case:
+ * it goes to the checkpoint file before anything is freed, and the
+ * workload stays paused there for the operator.  The message says which
+ * case this side can rule out: with every page sent the checkpoint may be
+ * a second copy beside a destination that runs on.
  */
 static int keep(struct src *s)
 {
 	const char *path = s->o->checkpoint;
+	uint64_t unsent = never_sent(s);
 	char def[64];
 	int ret;
 
@@ -779,9 +795,18 @@ static int keep(struct src *s)
 			"checkpoint %s: %s\n", path, strerror(-ret));
 		return LM_EXIT_LOST;
 	}
-	fprintf(stderr, "lm: source: OUTCOME UNKNOWN: the workload is kept paused in %s (every "
-		"page as at the pause); if the destination did not run it on (it did not exit "
-		"0), resume it with: lm resume %s\n", path, path);
+	if (unsent)
+		fprintf(stderr, "lm: source: OUTCOME UNKNOWN, but the destination cannot run the "
+			"workload on: %llu of %llu pages it lacks were never sent; the workload is "
+			"kept paused in %s (every page as at the pause): once the destination has "
+			"stopped, resume it with: lm resume %s\n", (unsigned long long)unsent,
+			(unsigned long long)s->npages, path, path);
+	else
+		fprintf(stderr, "lm: source: OUTCOME UNKNOWN: every page was sent, so the "
+			"destination may hold them all and run the workload on; it is also kept "
+			"paused in %s (every page as at the pause), a second copy: only if the "
+			"destination did not run it on (it did not exit 0), resume it with: lm "
+			"resume %s\n", path, path);
 	return LM_EXIT_UNDECIDED;
 }
 

@@ -236,31 +236,78 @@ static void test_bad_input(void **state)
 				  "--queue", "1", NULL }, "--queue must be in");
 	refused((const char *[]){ "--listen", "nowhere", "--to", closed, NULL },
 		"not HOST:PORT");
+	refused((const char *[]){ "--listen", "127.0.0.1:0", "--to", closed,
+				  "--connect-timeout", "11min", NULL }, "--connect-timeout needs a time");
+	refused((const char *[]){ "--listen", "127.0.0.1:0", "--to", closed,
+				  "--connect-timeout", "601s", NULL }, "--connect-timeout must be at most");
+}
+
+/* A relay started with args, and a connection it accepted: our end in *fd. */
+static pid_t relay_accepted(const char *const *args, int *fd)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = spawn(args, p[1]);
+	close(p[1]);
+	sa.sin_port = htons((uint16_t)relay_port(p[0]));
+	close(p[0]);
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return pid;
 }
 
 /* The far end is gone: one message naming it, exit 1, after the accept. */
 static void test_far_end_gone(void **state)
 {
-	char closed[64], port[16];
-	int lfd = lmt_listener(closed, sizeof(closed)), p[2], fd;
+	char closed[64];
+	int lfd = lmt_listener(closed, sizeof(closed)), fd;
 	const char *args[] = { "--listen", "127.0.0.1:0", "--to", closed, NULL };
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	pid_t pid;
 
 	(void)state;
 	close(lfd);
-	assert_int_equal(pipe(p), 0);
-	pid = spawn(args, p[1]);
-	close(p[1]);
-	snprintf(port, sizeof(port), "%d", relay_port(p[0]));
-	close(p[0]);
-	sa.sin_port = htons((uint16_t)atoi(port));
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pid = relay_accepted(args, &fd);
 	assert_true(lmt_expect(pid, 1));
 	assert_true(lmt_file_has(lmt_path("relay.err"), "cannot connect to"));
 	close(fd);
+}
+
+/*
+ * The far end drops SYNs (a listener whose one-deep backlog is full: the
+ * kernel drops the next SYN and the connect retries it for over a minute,
+ * as toward a host behind a blackhole): the relay gives up at
+ * --connect-timeout, says so, exit 1.  Before, connect() blocked.
+ */
+static void test_far_end_silent(void **state)
+{
+	char silent[64];
+	int lfd = lmt_listener(silent, sizeof(silent)), fd, filler, rc;
+	const char *args[] = { "--listen", "127.0.0.1:0", "--to", silent,
+			       "--connect-timeout", "500ms", NULL };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons((uint16_t)atoi(strrchr(silent, ':') + 1)) };
+	double t0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(listen(lfd, 0), 0);
+	filler = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pid = relay_accepted(args, &fd);
+	t0 = lmt_now();
+	rc = lmt_status_within(pid, 10);
+	print_message("# exit %d, %.2f s after the accept\n", rc, lmt_now() - t0);
+	assert_int_equal(rc, 1);
+	assert_true(lmt_now() - t0 >= 0.45);
+	assert_true(lmt_file_has(lmt_path("relay.err"), "no answer within 500 ms"));
+	close(fd);
+	close(filler);
+	close(lfd);
 }
 
 int main(int argc, char **argv)
@@ -270,6 +317,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_round_trip_delay),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_far_end_gone),
+		cmocka_unit_test(test_far_end_silent),
 	};
 
 	if (argc != 2) {

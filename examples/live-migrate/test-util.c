@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -149,6 +150,13 @@ bool lmt_expect(pid_t pid, int want)
 		print_lines(buf);
 	}
 	return false;
+}
+
+bool lmt_file_says(const char *path, const char *word)
+{
+	char buf[16384];
+
+	return slurp(path, buf, sizeof(buf)) && strstr(buf, word);
 }
 
 bool lmt_file_has(const char *path, const char *word)
@@ -300,6 +308,20 @@ bool lmt_wait_catching(pid_t pid, double seconds)
 
 /* ---- slowloris: strangers that hold the door a byte at a time -------- */
 
+bool lmt_nofile(int n)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)n + 64;	/* stdio, the test's own, a margin */
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return false;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur >= want;
+}
+
 static volatile sig_atomic_t slow_quit;
 
 static void slow_stop(int sig)
@@ -328,10 +350,11 @@ static void slow_child(const char *addr, int n, const char *countfile)
 	uint8_t frame[256];
 	struct lm_auth a = { .kind = LM_AUTH_MAIN };
 	size_t len = lm_frame_encode(frame, sizeof(frame), LM_AUTH, 0, &a, NULL, 0);
-	int fd[64], at[64], cuts = 0;
+	int fd[LM_DOOR_SLOTS], at[LM_DOOR_SLOTS], cuts = 0;
 	FILE *f;
 
 	signal(SIGTERM, slow_stop);
+	lmt_nofile(n);
 	for (int k = 0; k < n; k++)
 		fd[k] = -1;
 	while (!slow_quit) {
@@ -371,7 +394,7 @@ pid_t lmt_slowloris_start(const char *addr, int n)
 {
 	pid_t pid;
 
-	assert_true(n > 0 && n <= 64);
+	assert_true(n > 0 && n <= LM_DOOR_SLOTS);
 	pid = lmt_fork();
 	if (!pid)
 		slow_child(addr, n, lmt_path("slowloris.count"));

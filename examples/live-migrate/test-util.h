@@ -25,6 +25,8 @@ int lmt_status_within(pid_t pid, double seconds);
 bool lmt_expect(pid_t pid, int want);
 /* Whether path contains word; prints the file when not. */
 bool lmt_file_has(const char *path, const char *word);
+/* The same, quietly: for a choice between messages. */
+bool lmt_file_says(const char *path, const char *word);
 /* Wait up to seconds for word to appear in path. */
 bool lmt_wait_for(const char *path, const char *word, double seconds);
 /* Whether pid maps a region (a memfd or a hugetlbfs file): allocated anything? */
@@ -41,8 +43,11 @@ double lmt_now(void);
 struct sockaddr_in;
 /* A non-blocking connect to sa under way (or done); -1 when it failed at once. */
 int lmt_dial(const struct sockaddr_in *sa);
-/* n strangers (at most 64) in a child, each dripping one byte of an AUTH
- * frame per 100 ms into addr, reconnecting when cut off. */
+/* Whether n fds more fit: RLIMIT_NOFILE's soft limit raised toward the
+ * hard one for them (and a margin). */
+bool lmt_nofile(int n);
+/* n strangers (at most LM_DOOR_SLOTS) in a child, each dripping one byte of
+ * an AUTH frame per 100 ms into addr, reconnecting when cut off. */
 pid_t lmt_slowloris_start(const char *addr, int n);
 /* Stop them: how many times they were cut off. */
 int lmt_slowloris_stop(pid_t pid);

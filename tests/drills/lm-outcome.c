@@ -11,8 +11,11 @@
  * destination holds them all once it has mapped each one (stop-copy: from
  * its resume).  So after SWITCH a source without a verdict keeps its
  * region in a checkpoint (exit 8), and the row resumes the workload from
- * it (`lm resume`), its hash and invariants checked.  Where the
- * destination runs on, --verify has checked every page it has.
+ * it (`lm resume`), its hash and invariants checked, and its line must
+ * be right about the destination (check_message).  Where the destination
+ * runs on, --verify has checked every page it has.  A destination that
+ * will not resume after the source may have sent SWITCH tells the
+ * rejoining source so, sealed: it resumes at home (exit 2).
  *
  * The relay (drill-relay.c) reads frame headers to know the phase:
  *   before SWITCH  the first precopy PAGES frame (withheld)
@@ -313,8 +316,8 @@ static struct want expect(const struct row *w)
 
 	if (p == P_PRECOPY)
 		x = (struct want){ LM_EXIT_ABORTED, LM_EXIT_PEER_LOST, -1 };
-	else if (w->fault == F_FORGE && p == P_SWITCH)	/* refused: never resumed */
-		x.dst = LM_EXIT_PEER_LOST;
+	else if (w->fault == F_FORGE && p == P_SWITCH)	/* refused: never resumed, */
+		x = (struct want){ LM_EXIT_ABORTED, LM_EXIT_PEER_LOST, -1 };	/* says so */
 	else if (w->fault == F_FORGE)
 		x = (struct want){ LM_EXIT_OK, LM_EXIT_OK, -1 };
 	else if (dest_whole(w->mode, p))
@@ -336,13 +339,38 @@ static struct want expect(const struct row *w)
 }
 
 /*
+ * Exit 8's message must be right about the destination: "cannot run the
+ * workload on" (pages it lacks were never sent) never beside a destination
+ * that ran it on; and where the destination holds every page (DONE went
+ * through; stop-copy from SWITCH) or ran on, the checkpoint is called what
+ * it then is: a second copy, to resume only if the destination did not.
+ */
+static unsigned int broken;
+
+static void check_message(const struct row *w)
+{
+	bool unsent = lmt_file_says(SERR, "cannot run the workload on");
+	bool second = lmt_file_says(SERR, "a second copy");
+
+	if (w->src != LM_EXIT_UNDECIDED)
+		return;
+	if ((unsent && w->dst == LM_EXIT_OK) || unsent == second ||
+	    ((dest_whole(w->mode, w->phase) || w->dst == LM_EXIT_OK) && !second)) {
+		print_message("# WRONG MESSAGE: %s / %s / %s: destination %d, but the source "
+			      "says %s\n", modes[w->mode], phases[w->phase], faults[w->fault],
+			      w->dst, unsent ? "it cannot run the workload on" : second ?
+			      "the checkpoint may be a second copy" : "neither");
+		lmt_file_has(SERR, "@");	/* the log, for the record */
+		broken++;
+	}
+}
+
+/*
  * The rule, for every row: the workload somewhere, unless no end held
  * every page -- only a source killed while the destination still lacked
  * pages (postcopy's own risk: the pages that were only there are gone) --
  * and never resumed on both ends.
  */
-static unsigned int broken;
-
 static void check_rule(const struct row *w)
 {
 	struct want x = expect(w);
@@ -370,6 +398,7 @@ static void check_rule(const struct row *w)
 	}
 	if (w->dst == LM_EXIT_SOURCE_LOST && !lmt_file_has(DERR, "holds it whole as at the pause"))
 		broken++;
+	check_message(w);
 	if (w->dst == LM_EXIT_OK && w->src == LM_EXIT_ABORTED) {
 		print_message("# RULE BROKEN: %s / %s / %s: resumed on both ends\n",
 			      modes[w->mode], phases[w->phase], faults[w->fault]);
