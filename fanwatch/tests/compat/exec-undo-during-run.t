@@ -1,0 +1,57 @@
+#!/bin/sh
+# --exec: the last run sees every file's final content.  An edit made
+# while the command runs and undone before it ends (v2 -> v3 -> v2) looks,
+# by its result, like the command rewriting the same bytes, yet the run
+# may have read v3: it leads to exactly one more run.  Several files: one
+# undone, one edited, one saved unchanged (the run saw its content).
+. "$(dirname "$0")/lib.sh"
+is_fanwatch || exit 77
+mkdir d
+echo v1 > d/f
+echo g1 > d/g
+echo h1 > d/h
+# Each run logs "start", then at gate "r" reads the files, then ends at
+# gate "e"; the gates are outside the watched tree.
+start_watch --postpone --settle 50 --exec 'echo start >> log
+	while [ ! -e r ]; do sleep 0.02; done; rm r
+	cat d/f d/g > seen; echo read >> log
+	while [ ! -e e ]; do sleep 0.02; done; rm e; echo end >> log' d </dev/null
+nruns() { grep -c start log 2>/dev/null || echo 0; }
+nends() { grep -c end log 2>/dev/null || echo 0; }
+# until the run count is $1 and the log's last line is $2
+wait_log() {
+	n=0
+	while { [ "$(nruns)" != "$1" ] || [ "$(tail -n 1 log 2>/dev/null)" != "$2" ]; } &&
+		[ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+	[ "$(nruns)" = "$1" ] && [ "$(tail -n 1 log)" = "$2" ] ||
+		fail "wanted run $1 at '$2': $(tr '\n' ' ' < log)"
+}
+# fanwatch reads an event within milliseconds; a person's edit and its
+# undo are further apart than this
+pause() { sleep 0.3; }
+echo v2 > d/f					# run 1, for v2
+wait_log 1 start
+echo v3 > d/f; pause				# edited during run 1
+: > r; wait_log 1 read; : > e
+wait_log 2 start				# run 2 for v3 ...
+echo v3 > d/f; pause				# ... saved unchanged: seen
+echo v4 > d/f; pause				# ... edited, read, undone
+: > r; wait_log 2 read
+echo v3 > d/f; pause
+: > e
+wait_log 3 start				# run 3, for the undo
+: > r; wait_log 3 read; : > e; wait_log 3 end
+printf 'v3\ng1\n' | cmp -s - seen || fail "run 3 saw $(cat seen)"
+# several files in one run: f edited and undone, g edited, h saved unchanged
+echo v5 > d/f
+wait_log 4 start
+echo v6 > d/f; echo g2 > d/g; echo h1 > d/h; pause
+: > r; wait_log 4 read
+echo v5 > d/f; pause
+: > e
+wait_log 5 start
+: > r; wait_log 5 read; : > e; wait_log 5 end
+printf 'v5\ng2\n' | cmp -s - seen || fail "run 5 saw $(cat seen)"
+sleep 0.5
+[ "$(nruns)" = 5 ] || fail "$(nruns) runs, not 5: $(tr '\n' ' ' < log)"
+exit 0
