@@ -89,9 +89,9 @@ static struct {
 					 * made during the run before */
 	int64_t backoff;		/* ms added to the settle time */
 	bool exited;			/* reaped; its last events not yet read */
-	bool stopping;			/* we ended it (Ctrl-C, SIGTERM, tty) */
+	bool stopping;			/* we ended it (Ctrl-C, SIGTERM, SIGHUP) */
 	int status;
-	bool warned_loop, warned_tty;
+	bool warned_loop;
 	bool lost;			/* the queue overflowed during this run */
 	int stop;			/* status to end with, +1; 0 = go on */
 } X;
@@ -244,6 +244,16 @@ static void add_path(const char *dir, const char *name, bool created, bool compl
 	X.last_event = now_ms();
 }
 
+/*
+ * Signal the run's session (its process group): until the child has made
+ * it (just after fork), the child alone.
+ */
+static void kill_run(int sig)
+{
+	if (kill(-X.child, sig) && errno == ESRCH)
+		kill(X.child, sig);
+}
+
 static void exec_sink(struct fw_ctx *c, const struct fw_out *e)
 {
 	(void)c;
@@ -258,7 +268,7 @@ static void exec_sink(struct fw_ctx *c, const struct fw_out *e)
 	if (e->odir)
 		add_path(e->odir, e->oname, false, true);
 	if (X.child && !X.exited && X.o.restart && !X.kill_at) {
-		kill(-X.child, SIGTERM);
+		kill_run(SIGTERM);
 		X.kill_at = now_ms() + 2000;
 	}
 }
@@ -303,13 +313,18 @@ static void start(struct fw_ctx *c)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
+		signal(SIGTTOU, SIG_DFL);	/* ignored by fanwatch only */
+		signal(SIGTTIN, SIG_DFL);
 		/*
-		 * Its own process group (so --restart can stop all of it) is
-		 * a background one: reading the terminal would stop it.  Its
-		 * stdin is /dev/null instead; a run that opens /dev/tty
-		 * itself is ended (see on_signal).
+		 * Its own session, so its own process group (--restart stops
+		 * all of it) and no controlling terminal: nothing in it is
+		 * ever stopped by the terminal (SIGTTOU when it prints with
+		 * stty tostop or sets modes, SIGTTIN when it reads), which
+		 * would hang the run, as a background job it would be.  Its
+		 * output still reaches the terminal; /dev/tty cannot be
+		 * opened (ENXIO); its stdin is /dev/null.
 		 */
+		setsid();
 		if (null >= 0 && null != 0) {
 			dup2(null, 0);
 			close(null);
@@ -328,7 +343,6 @@ static void start(struct fw_ctx *c)
 		fw_err("--exec: cannot fork: %s", strerror(errno));
 		return;
 	}
-	setpgid(pid, pid);
 	X.child = pid;
 	X.chain = X.idle_change ? 0 : X.chain + 1;
 	X.idle_change = false;
@@ -435,36 +449,18 @@ static void ended(struct fw_ctx *c, int st)
 	set_clear(&X.during);
 }
 
-/*
- * A run stopped by the terminal (it opened /dev/tty, being in a
- * background process group): it would wait forever, and fanwatch with
- * it.  End it, say so once; the next change runs the command again.
- */
-static void tty_stopped(struct fw_ctx *c, int sig)
-{
-	if (sig != SIGTTIN && sig != SIGTTOU && sig != SIGTSTP) {
-		kill(-X.child, SIGCONT);	/* stopped by someone: go on */
-		return;
-	}
-	if (!X.warned_tty)
-		fw_warn(c, "--exec: the command was stopped by %s: it wants the terminal, which it does not get (its stdin is /dev/null); ended",
-			sig == SIGTTIN ? "SIGTTIN" : sig == SIGTTOU ? "SIGTTOU" : "SIGTSTP");
-	X.warned_tty = true;
-	X.stopping = true;
-	kill(-X.child, SIGKILL);
-	kill(-X.child, SIGCONT);
-}
-
 static void on_signal(struct fw_ctx *c)
 {
 	struct signalfd_siginfo si;
 	int st;
 	pid_t p;
 
+	(void)c;
 	while (read(X.sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM ||
+		    si.ssi_signo == SIGHUP) {
 			if (X.child)
-				kill(-X.child, SIGTERM);
+				kill_run(SIGTERM);
 			X.stopping = true;	/* its status is ours, not news */
 			X.stop = 1;	/* a normal end, status 0 */
 		}
@@ -475,8 +471,12 @@ static void on_signal(struct fw_ctx *c)
 	 */
 	if (X.child && !X.exited &&
 	    (p = waitpid(X.child, &st, WNOHANG | WUNTRACED)) == X.child) {
+		/*
+		 * Stopped: not by the terminal, which the run does not have,
+		 * so by someone's signal; fanwatch waits for no stopped run.
+		 */
 		if (WIFSTOPPED(st)) {
-			tty_stopped(c, WSTOPSIG(st));
+			kill_run(SIGCONT);
 			return;
 		}
 		X.exited = true;
@@ -509,7 +509,7 @@ static int tick(struct fw_ctx *c, int64_t now)
 	if (X.exited)
 		ended(c, X.status);
 	if (X.kill_at && now >= X.kill_at && X.child && !X.exited) {
-		kill(-X.child, SIGKILL);
+		kill_run(SIGKILL);
 		X.kill_at = now + 1000000;
 	}
 	if (X.stop) {
@@ -519,10 +519,10 @@ static int tick(struct fw_ctx *c, int64_t now)
 			static const struct timespec ms10 = { 0, 10000000 };
 			int i;
 
-			kill(-X.child, SIGTERM);
+			kill_run(SIGTERM);
 			for (i = 0; i < 200 && waitpid(X.child, &st, WNOHANG) == 0; i++)
 				nanosleep(&ms10, NULL);
-			kill(-X.child, SIGKILL);
+			kill_run(SIGKILL);
 			waitpid(X.child, &st, WNOHANG);
 		}
 		return X.stop - 1 ? X.stop - 1 : -1;
@@ -542,12 +542,21 @@ int fw_exec_setup(struct fw_ctx *c, const struct fw_exec_opts *eo)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);	/* the terminal closed: as SIGTERM */
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	X.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (X.sigfd < 0) {
 		fw_err("--exec: signalfd: %s", strerror(errno));
 		return -1;
 	}
+	/*
+	 * Never stopped by the terminal: fanwatch reads none, and its
+	 * messages, printed as a background job under stty tostop, must
+	 * not stop it with runs to do.  The command gets the defaults back
+	 * (see start()).
+	 */
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
 	c->sink = exec_sink;
 	c->hooks.fd = X.sigfd;
 	c->hooks.on_fd = on_signal;
