@@ -140,8 +140,11 @@ static char *slurp(const char *path)
 
 	if (!in)
 		return NULL;
-	if (getdelim(&text, &cap, '\0', in) < 0 && !text)
+	/* at EOF at once (an empty file) getdelim leaves text unterminated */
+	if (getdelim(&text, &cap, '\0', in) < 0) {
+		free(text);
 		text = strdup("");
+	}
 	fclose(in);
 	return text;
 }
