@@ -862,6 +862,8 @@ int fw_run(struct fw_ctx *c)
 		}
 		if (c->pending)
 			fw_retry_pending(c);
+		if (c->skipped)
+			fw_retry_skipped(c);
 		fw_setup_done(c);
 		if (flush(c))
 			return 1;

@@ -8,14 +8,22 @@
  * A command that changes files it watches would loop.  The kernel does
  * not say who made a change (an unprivileged listener gets pid 0 for
  * every process but itself), so the command's writes cannot be told from
- * the user's by the event.  They are told by their result: when a run
- * ends, each path that changed during it is fingerprinted (whether it
- * exists, its type, size and a hash of its bytes).  A change is the
- * command's own, and starts no run, when the path now has the very
- * fingerprint it had after the last run that changed it (the command
- * wrote the same bytes again), or when it was created during the run and
- * is gone again (a temporary).  Anything else (any edit that changes
- * bytes, whoever made it) starts one more run: no edit is ever dropped.
+ * the user's by the event.  They are told by their result.  While a run
+ * runs, each path is fingerprinted (whether it exists, its type, size and
+ * a hash of its bytes) when an event saying a change is complete (a
+ * close after writing, a rename, a creation or removal; not a bare
+ * MODIFY, which may be a write half done) is read, and once more when
+ * the run ends.  The run may have read any of those versions; it has seen
+ * the final one only if none of them differs from it.  So a change is the
+ * command's own, and starts no run, when the path was created during the
+ * run and is gone again (a temporary), or when every version seen during
+ * the run is one it had when the last run that changed it ended, or one
+ * seen during that run (the same bytes written again, and the same steps
+ * towards them).  Anything else (an edit, an edit undone before the run
+ * ended: v2, v3, v2) starts one more run.  A change made while no run
+ * runs forgets what the path held, so the next run's writes to it are
+ * judged afresh.  What this cannot tell: an edit and its undo both read
+ * late (the same millisecond), or the very steps the run before also saw.
  * A command whose output differs every time (a timestamp) is never at a
  * fixed point, and its writes look like a user saving during every run:
  * after MAX_CHAIN runs in a row started only by changes made during the
@@ -42,6 +50,7 @@
 #define MAX_CHAIN 8			/* chained runs before backing off */
 #define MAX_BACKOFF 30000		/* ms */
 #define HASH_MAX (16 << 20)		/* bytes hashed; beyond, size and mtime */
+#define NSEEN 4				/* versions remembered a path and run */
 
 /* What a path held when a run ended: all zero if it did not exist. */
 struct fprint {
@@ -50,10 +59,18 @@ struct fprint {
 	mode_t type;
 };
 
+/* The versions of a path seen during one run, and the one it ended with. */
+struct trail {
+	struct fprint end;		/* X.last only */
+	struct fprint seen[NSEEN];
+	unsigned int nseen;
+	bool many;			/* more than NSEEN distinct ones */
+	bool born;			/* X.during: its first event a creation */
+};
+
 struct pathset {
 	char **v;
-	struct fprint *fp;		/* per path, for X.last */
-	bool *born;			/* per path, for X.during: first event a creation */
+	struct trail *t;		/* per path, for X.during and X.last */
 	size_t n, cap;
 };
 
@@ -72,9 +89,9 @@ static struct {
 					 * made during the run before */
 	int64_t backoff;		/* ms added to the settle time */
 	bool exited;			/* reaped; its last events not yet read */
-	bool stopping;			/* we ended it (Ctrl-C, SIGTERM, tty) */
+	bool stopping;			/* we ended it (Ctrl-C, SIGTERM, SIGHUP) */
 	int status;
-	bool warned_loop, warned_tty;
+	bool warned_loop;
 	bool lost;			/* the queue overflowed during this run */
 	int stop;			/* status to end with, +1; 0 = go on */
 } X;
@@ -108,25 +125,20 @@ static long set_add(struct pathset *s, const char *p)
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 64;
 		char **nv = realloc(s->v, cap * sizeof(*nv));
-		struct fprint *nf;
-		bool *nb;
+		struct trail *nt;
 
 		if (nv)
 			s->v = nv;
-		nf = realloc(s->fp, cap * sizeof(*nf));
-		if (nf)
-			s->fp = nf;
-		nb = realloc(s->born, cap * sizeof(*nb));
-		if (nb)
-			s->born = nb;
-		if (!nv || !nf || !nb)
+		nt = realloc(s->t, cap * sizeof(*nt));
+		if (nt)
+			s->t = nt;
+		if (!nv || !nt)
 			return -1;
 		s->cap = cap;
 	}
 	if (!(s->v[s->n] = strdup(p)))
 		return -1;
-	memset(&s->fp[s->n], 0, sizeof(s->fp[0]));
-	s->born[s->n] = false;
+	memset(&s->t[s->n], 0, sizeof(s->t[0]));
 	return (long)s->n++;
 }
 
@@ -136,8 +148,7 @@ static void set_del(struct pathset *s, size_t i)
 	free(s->v[i]);
 	s->n--;
 	s->v[i] = s->v[s->n];
-	s->fp[i] = s->fp[s->n];
-	s->born[i] = s->born[s->n];
+	s->t[i] = s->t[s->n];
 }
 
 static void set_clear(struct pathset *s)
@@ -146,7 +157,63 @@ static void set_clear(struct pathset *s)
 		free(s->v[--s->n]);
 }
 
-static void add_path(const char *dir, const char *name, bool created)
+/* What path holds now; see the top of this file. */
+static struct fprint fingerprint(const char *path)
+{
+	struct fprint f = { 0 };
+	unsigned char buf[65536];
+	struct stat st;
+	off_t done = 0;
+	ssize_t n;
+	int fd;
+
+	if (lstat(path, &st))
+		return f;
+	f.type = st.st_mode & S_IFMT;
+	f.size = st.st_size;
+	f.hash = 1469598103934665603ull;	/* FNV-1a */
+	if (!S_ISREG(st.st_mode) || st.st_size > HASH_MAX ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
+		/* Not hashed: its times stand in (any write changes them). */
+		f.hash ^= (uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+		f.hash ^= (uint64_t)st.st_ino << 17;
+		return f;
+	}
+	while (done < HASH_MAX && (n = read(fd, buf, sizeof(buf))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < n; i++)
+			f.hash = (f.hash ^ buf[i]) * 1099511628211ull;
+		done += n;
+	}
+	close(fd);
+	return f;
+}
+
+static bool same_print(const struct fprint *a, const struct fprint *b)
+{
+	return a->hash == b->hash && a->size == b->size && a->type == b->type;
+}
+
+/* Add f to the versions t saw, unless there already. */
+static void saw(struct trail *t, const struct fprint *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nseen; i++)
+		if (same_print(&t->seen[i], f))
+			return;
+	if (t->nseen < NSEEN)
+		t->seen[t->nseen++] = *f;
+	else
+		t->many = true;
+}
+
+/*
+ * A change to dir/name; complete (not a bare MODIFY) says the version
+ * there now is one a run may read.
+ */
+static void add_path(const char *dir, const char *name, bool created, bool complete)
 {
 	size_t n = X.during.n;
 	long i;
@@ -158,14 +225,33 @@ static void add_path(const char *dir, const char *name, bool created)
 	if (X.child) {
 		i = set_add(&X.during, p);
 		if (i >= 0 && (size_t)i == n)	/* its first change in this run */
-			X.during.born[i] = created;
+			X.during.t[i].born = created;
+		if (i >= 0 && complete) {
+			struct fprint now = fingerprint(p);
+
+			saw(&X.during.t[i], &now);
+		}
 	} else {
 		X.idle_change = true;
 		X.backoff = 0;	/* the user's: no more waiting */
+		/* Someone else's version: the command's next writes are news. */
+		i = set_find(&X.last, p);
+		if (i >= 0)
+			set_del(&X.last, i);
 	}
 	free(p);
 	X.due = true;
 	X.last_event = now_ms();
+}
+
+/*
+ * Signal the run's session (its process group): until the child has made
+ * it (just after fork), the child alone.
+ */
+static void kill_run(int sig)
+{
+	if (kill(-X.child, sig) && errno == ESRCH)
+		kill(X.child, sig);
 }
 
 static void exec_sink(struct fw_ctx *c, const struct fw_out *e)
@@ -177,11 +263,12 @@ static void exec_sink(struct fw_ctx *c, const struct fw_out *e)
 		X.last_event = now_ms();
 		return;
 	}
-	add_path(e->dir, e->name, e->mask & (FW_CREATE | FW_MOVED_TO));
+	add_path(e->dir, e->name, e->mask & (FW_CREATE | FW_MOVED_TO),
+		 e->mask & ~FW_MODIFY);
 	if (e->odir)
-		add_path(e->odir, e->oname, false);
+		add_path(e->odir, e->oname, false, true);
 	if (X.child && !X.exited && X.o.restart && !X.kill_at) {
-		kill(-X.child, SIGTERM);
+		kill_run(SIGTERM);
 		X.kill_at = now_ms() + 2000;
 	}
 }
@@ -226,13 +313,18 @@ static void start(struct fw_ctx *c)
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		setpgid(0, 0);
+		signal(SIGTTOU, SIG_DFL);	/* ignored by fanwatch only */
+		signal(SIGTTIN, SIG_DFL);
 		/*
-		 * Its own process group (so --restart can stop all of it) is
-		 * a background one: reading the terminal would stop it.  Its
-		 * stdin is /dev/null instead; a run that opens /dev/tty
-		 * itself is ended (see on_signal).
+		 * Its own session, so its own process group (--restart stops
+		 * all of it) and no controlling terminal: nothing in it is
+		 * ever stopped by the terminal (SIGTTOU when it prints with
+		 * stty tostop or sets modes, SIGTTIN when it reads), which
+		 * would hang the run, as a background job it would be.  Its
+		 * output still reaches the terminal; /dev/tty cannot be
+		 * opened (ENXIO); its stdin is /dev/null.
 		 */
+		setsid();
 		if (null >= 0 && null != 0) {
 			dup2(null, 0);
 			close(null);
@@ -251,7 +343,6 @@ static void start(struct fw_ctx *c)
 		fw_err("--exec: cannot fork: %s", strerror(errno));
 		return;
 	}
-	setpgid(pid, pid);
 	X.child = pid;
 	X.chain = X.idle_change ? 0 : X.chain + 1;
 	X.idle_change = false;
@@ -262,42 +353,25 @@ static void start(struct fw_ctx *c)
 	set_clear(&X.during);
 }
 
-/* What path holds now; see the top of this file. */
-static struct fprint fingerprint(const char *path)
+/* Is every version in t (and now) one that l saw or ended with? */
+static bool seen_before(const struct trail *t, const struct fprint *now,
+			const struct trail *l)
 {
-	struct fprint f = { 0 };
-	unsigned char buf[65536];
-	struct stat st;
-	off_t done = 0;
-	ssize_t n;
-	int fd;
+	unsigned int i, k;
+	bool known;
 
-	if (lstat(path, &st))
-		return f;
-	f.type = st.st_mode & S_IFMT;
-	f.size = st.st_size;
-	f.hash = 1469598103934665603ull;	/* FNV-1a */
-	if (!S_ISREG(st.st_mode) || st.st_size > HASH_MAX ||
-	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) {
-		/* Not hashed: its times stand in (any write changes them). */
-		f.hash ^= (uint64_t)st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
-		f.hash ^= (uint64_t)st.st_ino << 17;
-		return f;
+	if (t->many || l->many)
+		return false;
+	for (i = 0; i <= t->nseen; i++) {
+		const struct fprint *f = i < t->nseen ? &t->seen[i] : now;
+
+		known = same_print(f, &l->end);
+		for (k = 0; k < l->nseen && !known; k++)
+			known = same_print(f, &l->seen[k]);
+		if (!known)
+			return false;
 	}
-	while (done < HASH_MAX && (n = read(fd, buf, sizeof(buf))) > 0) {
-		ssize_t i;
-
-		for (i = 0; i < n; i++)
-			f.hash = (f.hash ^ buf[i]) * 1099511628211ull;
-		done += n;
-	}
-	close(fd);
-	return f;
-}
-
-static bool same_print(const struct fprint *a, const struct fprint *b)
-{
-	return a->hash == b->hash && a->size == b->size && a->type == b->type;
+	return true;
 }
 
 /*
@@ -311,18 +385,21 @@ static bool judge_changes(void)
 
 	for (i = 0; i < X.during.n; i++) {
 		const char *p = X.during.v[i];
+		struct trail *t = &X.during.t[i];
 		struct fprint now = fingerprint(p);
-		long j = set_find(&X.last, p), t;
-		bool own = (X.during.born[i] && !now.type) ||
-			   (j >= 0 && same_print(&X.last.fp[j], &now));
+		long j = set_find(&X.last, p), k;
+		bool own = (t->born && !now.type) ||
+			   (j >= 0 && seen_before(t, &now, &X.last.t[j]));
 
-		if (own && (t = set_find(&X.todo, p)) >= 0)
-			set_del(&X.todo, t);
+		if (own && (k = set_find(&X.todo, p)) >= 0)
+			set_del(&X.todo, k);
 		left |= !own;
 		if (j < 0)
 			j = set_add(&X.last, p);
-		if (j >= 0)
-			X.last.fp[j] = now;
+		if (j >= 0) {
+			X.last.t[j] = *t;
+			X.last.t[j].end = now;
+		}
 	}
 	/* Paths beyond what is remembered: unknown, so not the command's. */
 	return (left && X.todo.n) || X.during.n > 4 * MAX_ARGS;
@@ -372,36 +449,18 @@ static void ended(struct fw_ctx *c, int st)
 	set_clear(&X.during);
 }
 
-/*
- * A run stopped by the terminal (it opened /dev/tty, being in a
- * background process group): it would wait forever, and fanwatch with
- * it.  End it, say so once; the next change runs the command again.
- */
-static void tty_stopped(struct fw_ctx *c, int sig)
-{
-	if (sig != SIGTTIN && sig != SIGTTOU && sig != SIGTSTP) {
-		kill(-X.child, SIGCONT);	/* stopped by someone: go on */
-		return;
-	}
-	if (!X.warned_tty)
-		fw_warn(c, "--exec: the command was stopped by %s: it wants the terminal, which it does not get (its stdin is /dev/null); ended",
-			sig == SIGTTIN ? "SIGTTIN" : sig == SIGTTOU ? "SIGTTOU" : "SIGTSTP");
-	X.warned_tty = true;
-	X.stopping = true;
-	kill(-X.child, SIGKILL);
-	kill(-X.child, SIGCONT);
-}
-
 static void on_signal(struct fw_ctx *c)
 {
 	struct signalfd_siginfo si;
 	int st;
 	pid_t p;
 
+	(void)c;
 	while (read(X.sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM ||
+		    si.ssi_signo == SIGHUP) {
 			if (X.child)
-				kill(-X.child, SIGTERM);
+				kill_run(SIGTERM);
 			X.stopping = true;	/* its status is ours, not news */
 			X.stop = 1;	/* a normal end, status 0 */
 		}
@@ -412,8 +471,12 @@ static void on_signal(struct fw_ctx *c)
 	 */
 	if (X.child && !X.exited &&
 	    (p = waitpid(X.child, &st, WNOHANG | WUNTRACED)) == X.child) {
+		/*
+		 * Stopped: not by the terminal, which the run does not have,
+		 * so by someone's signal; fanwatch waits for no stopped run.
+		 */
 		if (WIFSTOPPED(st)) {
-			tty_stopped(c, WSTOPSIG(st));
+			kill_run(SIGCONT);
 			return;
 		}
 		X.exited = true;
@@ -446,7 +509,7 @@ static int tick(struct fw_ctx *c, int64_t now)
 	if (X.exited)
 		ended(c, X.status);
 	if (X.kill_at && now >= X.kill_at && X.child && !X.exited) {
-		kill(-X.child, SIGKILL);
+		kill_run(SIGKILL);
 		X.kill_at = now + 1000000;
 	}
 	if (X.stop) {
@@ -456,10 +519,10 @@ static int tick(struct fw_ctx *c, int64_t now)
 			static const struct timespec ms10 = { 0, 10000000 };
 			int i;
 
-			kill(-X.child, SIGTERM);
+			kill_run(SIGTERM);
 			for (i = 0; i < 200 && waitpid(X.child, &st, WNOHANG) == 0; i++)
 				nanosleep(&ms10, NULL);
-			kill(-X.child, SIGKILL);
+			kill_run(SIGKILL);
 			waitpid(X.child, &st, WNOHANG);
 		}
 		return X.stop - 1 ? X.stop - 1 : -1;
@@ -479,12 +542,21 @@ int fw_exec_setup(struct fw_ctx *c, const struct fw_exec_opts *eo)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);	/* the terminal closed: as SIGTERM */
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	X.sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (X.sigfd < 0) {
 		fw_err("--exec: signalfd: %s", strerror(errno));
 		return -1;
 	}
+	/*
+	 * Never stopped by the terminal: fanwatch reads none, and its
+	 * messages, printed as a background job under stty tostop, must
+	 * not stop it with runs to do.  The command gets the defaults back
+	 * (see start()).
+	 */
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
 	c->sink = exec_sink;
 	c->hooks.fd = X.sigfd;
 	c->hooks.on_fd = on_signal;

@@ -23,8 +23,11 @@ int fw_filter_add_ignore_file(struct fw_filter *f, const char *file)
 		free(abs);
 		return ret;
 	}
-	if (getdelim(&text, &cap, '\0', in) < 0 && !text)
+	/* at EOF at once (an empty file) getdelim leaves text unterminated */
+	if (getdelim(&text, &cap, '\0', in) < 0) {
+		free(text);
 		text = strdup("");
+	}
 	fclose(in);
 	dir = strrchr(abs, '/');
 	if (dir == abs)

@@ -32,7 +32,18 @@ static bool match_class(const char *p, char c, const char **end)
 	return c != '/' && !fnmatch(buf, s, 0);
 }
 
+/*
+ * "**" crosses '/' only as a whole component (git's wildmatch): at the
+ * start or after '/', and at the end or before '/'; elsewhere it is "*".
+ */
+static bool glob_at(const char *start, const char *p, const char *s);
+
 bool fw_glob(const char *p, const char *s)
+{
+	return glob_at(p, p, s);
+}
+
+static bool glob_at(const char *start, const char *p, const char *s)
 {
 	const char *t, *end;
 
@@ -41,11 +52,12 @@ bool fw_glob(const char *p, const char *s)
 		case '\0':
 			return !*s;
 		case '*':
-			if (p[1] == '*') {
+			if (p[1] == '*' && (p == start || p[-1] == '/') &&
+			    (!p[2] || p[2] == '/')) {
 				p += 2;
 				if (*p == '/') {	/* "**" "/": zero or more directories */
 					for (t = s;; t++) {
-						if (fw_glob(p + 1, t))
+						if (glob_at(start, p + 1, t))
 							return true;
 						t = strchr(t, '/');
 						if (!t)
@@ -53,14 +65,16 @@ bool fw_glob(const char *p, const char *s)
 					}
 				}
 				for (t = s;; t++) {	/* "**": anything, '/' too */
-					if (fw_glob(p, t))
+					if (glob_at(start, p, t))
 						return true;
 					if (!*t)
 						return false;
 				}
 			}
-			for (t = s, p++;; t++) {
-				if (fw_glob(p, t))
+			while (*p == '*')
+				p++;
+			for (t = s;; t++) {
+				if (glob_at(start, p, t))
 					return true;
 				if (!*t || *t == '/')
 					return false;
@@ -176,6 +190,16 @@ static int decide(const struct fw_ignore *ig, const char *rel, bool isdir)
 			return !r->neg;
 	}
 	return -1;
+}
+
+int fw_ignore_last(const struct fw_ignore *ig, const char *abspath, bool isdir)
+{
+	size_t bl = strlen(ig->base);
+
+	if (strncmp(abspath, ig->base, bl) || (abspath[bl] != '/' && bl > 1) ||
+	    !abspath[bl + (bl > 1)])
+		return -1;
+	return decide(ig, abspath + bl + (bl > 1), isdir);
 }
 
 int fw_ignore_decide(const struct fw_ignore *ig, const char *abspath, bool isdir)

@@ -5,7 +5,7 @@
  * \ escapes, trailing spaces dropped, ! re-includes, a trailing / means
  * directories only, a / elsewhere anchors the pattern to that directory,
  * otherwise it matches a name at any depth; * ? [..] do not cross /, **
- * does; the last match wins, and below an ignored directory nothing can
+ * does as a whole component (elsewhere it is *); the last match wins, and below an ignored directory nothing can
  * be re-included.
  */
 #ifndef FW_IGNORE_H
@@ -29,6 +29,11 @@ struct fw_ignore {
 int fw_ignore_parse(struct fw_ignore *ig, const char *base, const char *text);
 /* What the rules say of the absolute path: 1 ignored, 0 re-included, -1 nothing. */
 int fw_ignore_decide(const struct fw_ignore *ig, const char *abspath, bool isdir);
+/*
+ * The last rule matching the absolute path itself, its directories not
+ * looked at: 1 ignored, 0 re-included, -1 none (for git's chain).
+ */
+int fw_ignore_last(const struct fw_ignore *ig, const char *abspath, bool isdir);
 /* Is the absolute path (a directory if isdir) ignored? */
 bool fw_ignore_match(const struct fw_ignore *ig, const char *abspath, bool isdir);
 void fw_ignore_free(struct fw_ignore *ig);

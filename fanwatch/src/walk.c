@@ -140,17 +140,24 @@ void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d)
 	fw_dirmap_remove_tree(&c->map, d, unmark, c);
 }
 
-void fw_close(struct fw_ctx *c)
+static void free_pending(struct fw_pending *p)
 {
-	struct fw_pending *p, *n;
+	struct fw_pending *n;
 
-	for (p = c->pending; p; p = n) {
+	for (; p; p = n) {
 		n = p->next;
 		free(p->fh);
 		free(p->want_fh);
 		free(p);
 	}
+}
+
+void fw_close(struct fw_ctx *c)
+{
+	free_pending(c->pending);
 	c->pending = NULL;
+	free_pending(c->skipped);
+	c->skipped = NULL;
 	fw_prepper_free(c->prep);
 	c->prep = NULL;
 	fw_dirmap_free(&c->map);
@@ -601,8 +608,7 @@ struct fw_dir *fw_watch_dir(struct fw_ctx *c, struct fw_dir *parent,
 	return d;
 }
 
-/* -r leaves out directories matching --exclude, matched without the '/'. */
-bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
+static bool excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
 {
 	char *p;
 	bool ex;
@@ -615,9 +621,7 @@ bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name
 	return ex;
 }
 
-/* Remember parent/name, to watch and scan once parent can be reached. */
-static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *name,
-			const struct fw_want *want, bool report)
+static struct fw_pending *new_pending(const struct fw_dir *parent, const char *name)
 {
 	size_t hb = sizeof(struct file_handle) + parent->handle_bytes;
 	struct fw_pending *p = calloc(1, sizeof(*p) + strlen(name) + 1);
@@ -626,6 +630,86 @@ static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *nam
 		fw_err("out of memory");
 		exit(1);
 	}
+	p->fsid[0] = parent->fsid[0];
+	p->fsid[1] = parent->fsid[1];
+	p->fh->handle_bytes = parent->handle_bytes;
+	p->fh->handle_type = parent->handle_type;
+	memcpy(p->fh->f_handle, parent->handle, parent->handle_bytes);
+	strcpy(p->name, name);
+	return p;
+}
+
+/*
+ * Remember a directory git's ignore files leave out: an edit to them may
+ * bring it back (fw_retry_skipped), and only its parent's handle says
+ * where it is then.
+ */
+static void skip_add(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
+{
+	struct fw_pending *p;
+
+	for (p = c->skipped; p; p = p->next)
+		if (p->fsid[0] == parent->fsid[0] && p->fsid[1] == parent->fsid[1] &&
+		    p->fh->handle_bytes == parent->handle_bytes &&
+		    !memcmp(p->fh->f_handle, parent->handle, parent->handle_bytes) &&
+		    !strcmp(p->name, name))
+			return;
+	p = new_pending(parent, name);
+	p->next = c->skipped;
+	c->skipped = p;
+}
+
+/* -r leaves out directories matching --exclude, matched without the '/'. */
+bool fw_excluded(struct fw_ctx *c, const struct fw_dir *parent, const char *name)
+{
+	bool ex = excluded(c, parent, name);
+
+	if (ex && c->o->filter.vcs)
+		skip_add(c, parent, name);
+	return ex;
+}
+
+/*
+ * An ignore file changed: watch (quietly: what they hold is no change)
+ * the skipped directories no longer ignored; forget those gone.
+ */
+void fw_retry_skipped(struct fw_ctx *c)
+{
+	struct fw_pending *list = c->skipped, *p, *n;
+	struct stat st;
+	uint64_t gen;
+	int fd;
+
+	if (!c->o->filter.vcs || (gen = fw_vcs_generation(c->o->filter.vcs)) == c->vcs_gen)
+		return;
+	c->vcs_gen = gen;
+	c->skipped = NULL;
+	for (p = list; p; p = n) {
+		struct fw_dir *parent = fw_dirmap_find(&c->map, p->fsid, p->fh);
+
+		n = p->next;
+		fd = parent ? fw_dir_fd(&c->map, parent) : -1;
+		if (fd >= 0 && !fstatat(fd, p->name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISDIR(st.st_mode)) {
+			if (excluded(c, parent, p->name)) {
+				p->next = c->skipped;	/* still ignored */
+				c->skipped = p;
+				continue;
+			}
+			fw_adopt(c, parent, p->name, NULL, false);
+		}
+		p->next = NULL;
+		free_pending(p);
+	}
+}
+
+/* Remember parent/name, to watch and scan once parent can be reached. */
+static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *name,
+			const struct fw_want *want, bool report)
+{
+	struct fw_pending *p = new_pending(parent, name);
+	size_t hb;
+
 	if (want) {
 		p->want = *want;
 		if (want->fh) {
@@ -638,13 +722,7 @@ static void watch_later(struct fw_ctx *c, struct fw_dir *parent, const char *nam
 			p->want.fh = p->want_fh;
 		}
 	}
-	p->fsid[0] = parent->fsid[0];
-	p->fsid[1] = parent->fsid[1];
-	p->fh->handle_bytes = parent->handle_bytes;
-	p->fh->handle_type = parent->handle_type;
-	memcpy(p->fh->f_handle, parent->handle, parent->handle_bytes);
 	p->report = report;
-	strcpy(p->name, name);
 	p->next = c->pending;
 	c->pending = p;
 }

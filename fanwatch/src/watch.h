@@ -69,6 +69,8 @@ struct fw_ctx {
 	char timestr[128];
 	char isotime[40];
 	struct fw_pending *pending;	/* directories to adopt once reachable */
+	struct fw_pending *skipped;	/* directories git's ignore files leave out */
+	uint64_t vcs_gen;		/* fw_vcs_generation() when last retried */
 	struct fw_prepper *prep;	/* setup's second thread (prep.c), or NULL */
 	fw_sink_fn sink;
 	void *sink_arg;
@@ -139,6 +141,8 @@ void fw_adopt(struct fw_ctx *c, struct fw_dir *parent, const char *name,
 	      const struct fw_want *want, bool report);
 /* After a batch of events: adopt what waited for a rename to be read. */
 void fw_retry_pending(struct fw_ctx *c);
+/* Watch the directories an edited ignore file no longer leaves out. */
+void fw_retry_skipped(struct fw_ctx *c);
 /* List d; report entries as created (found by scan) if report; recurse with -r. */
 void fw_scan(struct fw_ctx *c, struct fw_dir *d, bool report);
 void fw_unwatch_tree(struct fw_ctx *c, struct fw_dir *d);

@@ -19,6 +19,9 @@ static void globs(void **state)
 	assert_true(fw_glob("a/**/b", "a/b"));
 	assert_true(fw_glob("a/**/b", "a/x/y/b"));
 	assert_false(fw_glob("a/**/b", "a/xb"));
+	assert_true(fw_glob("a**b", "axyb"));		/* not a whole component: "*" */
+	assert_false(fw_glob("a**b", "a/b"));
+	assert_false(fw_glob("x/a**", "x/a/b"));
 	assert_true(fw_glob("?.c", "x.c"));
 	assert_false(fw_glob("?.c", "/.c"));
 	assert_true(fw_glob("[a-c]x", "bx"));
