@@ -48,7 +48,7 @@ while [ "$r" -le "$rounds" ]; do
 	for c in $order; do
 		[ -x $HB ] && run_one hackbench "$c" "$r" $HB -g 4 -f 10 -l 1000
 		run_one fsbench "$c" "$r" kfence-fsbench /tmp/kfence-fsbench 1000 10
-		run_one build "$c" "$r" kfence-buildbench /tmp/kfence-buildbench 64 2 2
+		run_one build "$c" "$r" kfence-buildbench /tmp/kfence-buildbench 64 2 6
 	done
 	r=$((r + 1))
 done
