@@ -35,9 +35,11 @@
  * Blackholed routes (network namespaces, root) are lm-drills' rows; seen
  * from either end they are the stall: no FIN, no reset, silence.
  *
- * `lm-outcome MODE` runs that mode's rows (meson: one test a mode, run side
- * by side: each row mostly waits out a deadline); LM_OUTCOME=minor/SWITCH
- * runs the rows whose "mode/phase/fault" contains it.
+ * `lm-outcome MODE` runs that mode's rows; with no MODE the three modes run
+ * side by side, each in a process of its own (each row mostly waits out a
+ * deadline, so one test slot holds the table for one mode's time), and
+ * their outputs follow one another.  LM_OUTCOME=minor/SWITCH runs the rows
+ * whose "mode/phase/fault" contains it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 #include <k513-test.h>
 
@@ -526,6 +529,51 @@ static void test_checkpoint_refusals(void **state)
 	assert_int_equal(resume_rc(CKPT, "cannot open"), LM_EXIT_USAGE);
 }
 
+/*
+ * Every mode at once: this program again for each, its output in a file
+ * of its own, printed in order once all have ended.  Fails if any did.
+ */
+static int side_by_side(void)
+{
+	static const char *const mode_args[] = { "minor", "stop-copy", "postcopy-missing" };
+	char out[3][64], buf[4096];
+	pid_t pid[3];
+	int rc = 0, st = 0, fd;
+	ssize_t n;
+
+	for (int m = 0; m < 3; m++) {
+		snprintf(out[m], sizeof(out[m]), "/tmp/lm-outcome-%d-%d.out", (int)getpid(), m);
+		fd = open(out[m], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return 1;
+		pid[m] = fork();
+		if (pid[m] == 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execl("/proc/self/exe", "lm-outcome", mode_args[m], (char *)NULL);
+			_exit(127);
+		}
+		close(fd);
+		if (pid[m] < 0)
+			return 1;
+	}
+	for (int m = 0; m < 3; m++) {
+		bool ok = waitpid(pid[m], &st, 0) == pid[m] && WIFEXITED(st) && !WEXITSTATUS(st);
+
+		rc |= !ok;
+		fd = open(out[m], O_RDONLY | O_CLOEXEC);
+		printf("# ---- mode %s: %s (status 0x%x)\n", mode_args[m], ok ? "ok" : "FAILED", st);
+		fflush(stdout);
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			if (write(1, buf, (size_t)n) != n)
+				break;
+		if (fd >= 0)
+			close(fd);
+		unlink(out[m]);
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +583,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2 && !getenv("LM_OUTCOME"))
+		return side_by_side();
 	only_mode = argc > 1 ? argv[1] : NULL;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	table_print();
