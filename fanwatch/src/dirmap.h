@@ -48,6 +48,7 @@ struct fw_dir {
 	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
 	int mnt_id;				/* from name_to_handle_at */
 	bool simple_fs;				/* ext2/3/4, xfs or tmpfs: see walk.c */
+	bool mount_said;			/* a bind mount showing it was named */
 	int32_t fsid[2];
 	int handle_type;
 	unsigned int handle_bytes;
