@@ -22,6 +22,7 @@ static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
 		      bool present, bool isdir);
 static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
 			  bool self);
+static bool same_fh(const struct fw_obj *a, const struct fw_obj *b);
 
 static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 {
@@ -261,6 +262,91 @@ static bool is_now(const struct fw_ctx *c, const struct fw_raw *ev, int dfd,
 }
 
 /*
+ * The read buffer being handled and the offset past the event in hand,
+ * for a look ahead; and DELETEs held back to a later point of it.
+ */
+static struct {
+	const void *buf;
+	size_t len, off;
+} cur;
+
+#define NLATER 16
+static struct later {
+	size_t after;			/* handled once the events up to here are */
+	struct fw_raw ev;		/* pointers into cur.buf */
+} later[NLATER];
+static unsigned int nlater;
+
+/* Does e put the object ev names back at ev's name (a rename or link to it)? */
+static bool brings_back(const struct fw_raw *e, const struct fw_raw *ev, const char *name)
+{
+	const struct fw_obj *to = (e->mask & FW_RENAME) ? &e->new :
+				  (e->mask & APPEAR) ? &e->dir : NULL;
+
+	return to && to->name && !strcmp(to->name, name) && same_fh(to, &ev->dir) &&
+	       same_fh(&e->child, &ev->child);
+}
+
+/*
+ * The end of the last event in the rest of the buffer that puts ev's object
+ * back at name, or 0.  The kernel merges a DELETE into the CREATE (or
+ * MOVED_TO) of the same object at the same name however far back it is
+ * queued: create d; exchange d b; exchange b d; rm d comes as CREATE|DELETE d
+ * before the exchanges, and read there, the rm undoes a CREATE the
+ * exchanges then redo.  It came after the object's last return.
+ */
+static size_t last_return(const struct fw_raw *ev, const char *name)
+{
+	size_t off = cur.off, found = 0;
+	struct fw_raw e;
+	int r;
+
+	while ((r = fw_decode(cur.buf, cur.len, &off, &e)) != FW_DECODE_END)
+		if (r == FW_DECODE_OK && brings_back(&e, ev, name))
+			found = off;
+	return found;
+}
+
+static void handle_event(struct fw_ctx *c, const struct fw_raw *ev);
+
+/* Handle the held-back DELETEs due once the events before off are. */
+static void handle_later(struct fw_ctx *c, size_t off)
+{
+	unsigned int i = 0;
+	struct fw_raw ev;
+
+	while (i < nlater) {
+		if (later[i].after > off) {
+			i++;
+			continue;
+		}
+		ev = later[i].ev;
+		later[i] = later[--nlater];
+		handle_event(c, &ev);
+	}
+}
+
+/*
+ * A CREATE (or MOVED_TO) with the DELETE of the same object merged into it,
+ * the object gone now: the DELETE is held back past the object's last
+ * return to that name in this buffer, if there is one.
+ */
+static bool hold_delete(struct fw_ctx *c, const struct fw_raw *ev, const char *name)
+{
+	uint64_t m = ev->mask;
+	size_t after;
+
+	if (!c->have_target || !ev->child.fsid || !cur.buf || nlater == NLATER ||
+	    !(m & APPEAR) || (m & GONE) != FW_DELETE ||
+	    !(after = last_return(ev, name)))
+		return false;
+	later[nlater].after = after;
+	later[nlater].ev = *ev;
+	later[nlater++].ev.mask = FW_DELETE | (m & FW_ONDIR);
+	return true;
+}
+
+/*
  * Several bits for one name: the kernel merged them; fstatat says the
  * order.  Returns whether the name exists after the reported events.
  */
@@ -275,6 +361,10 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && is_now(c, ev, dfd, name, &st)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
+		name_bits(c, ev, d, name, m & ~GONE);
+		return true;
+	}
+	if ((m & APPEAR) && (m & GONE) && hold_delete(c, ev, name)) {
 		name_bits(c, ev, d, name, m & ~GONE);
 		return true;
 	}
@@ -687,13 +777,17 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 	int r;
 
 	fw_stamp(c);
-	while (at = off, (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
+	cur.buf = buf;
+	cur.len = len;
+	while (handle_later(c, off), at = off,
+	       (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
 		struct fw_raw e[4], p[2];
 		size_t next = off, mid = off;
 		int k, n;
 
 		if (r != FW_DECODE_OK)
 			continue;
+		cur.off = off;
 		n = (ev.mask & FW_RENAME) ? 2 : !c->have_target ? 1 :
 		    only(&ev, FW_MOVED_FROM) ? 4 : only(&ev, FW_MOVED_TO) ? 2 : 1;
 		if (n == 1) {
@@ -704,8 +798,11 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		e[0] = ev;
 		for (k = 1; k < n && (r = next_half(buf, len, &next, &e[k])) == FW_DECODE_OK; k++)
 			;
-		if (k < n && r == FW_DECODE_END && hold)
+		if (k < n && r == FW_DECODE_END && hold) {
+			handle_later(c, SIZE_MAX);
+			cur.buf = NULL;
 			return at;
+		}
 		if (k < n || !as_exchange(c, e, n, p)) {
 			handle_event(c, &ev);
 			continue;
@@ -721,6 +818,8 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		}
 		off = next;
 	}
+	handle_later(c, SIZE_MAX);
+	cur.buf = NULL;
 	return off;
 }
 

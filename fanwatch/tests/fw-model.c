@@ -1153,6 +1153,12 @@ static const char *const literal[] = {
 	"rescan;start;mkdir w/a;mkdir w/burst;pause 100;stop;burst w/burst 17384;mkdir w/a/z;create w/a/z/f;cont",
 	/* rename over an empty directory: fw-rebuild took its DELETE_SELF */
 	"mkdir w/a;mkdir w/a/s;create w/a/s/f;mkdir w/e;start;rename w/a w/e",
+	/*
+	 * The kernel merged the last DELETE into the first CREATE of the
+	 * same object, before the renames that took it away and back
+	 */
+	"start;create w/b;rename w/b w/m;rename w/m w/b;unlink w/b",
+	"start;create w/b;create w/d;exchange w/b w/d;exchange w/d w/b;unlink w/d",
 	NULL
 };
 
