@@ -1159,6 +1159,11 @@ static const char *const literal[] = {
 	 */
 	"start;create w/b;rename w/b w/m;rename w/m w/b;unlink w/b",
 	"start;create w/b;create w/d;exchange w/b w/d;exchange w/d w/b;unlink w/d",
+	/*
+	 * b's scan met the exchanged directory at b/m; the exchange, read
+	 * after, forgot that, and the rename to b/m read as "it left"
+	 */
+	"chain w/d 60;rename w/d/d/d/d/d/d w/b;start;mkdir w/b/b;exchange w/d w/b/d/d/d;rename w/d w/b/b/m",
 	NULL
 };
 
