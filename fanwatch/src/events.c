@@ -287,6 +287,16 @@ static bool brings_back(const struct fw_raw *e, const struct fw_raw *ev, const c
 	       same_fh(&e->child, &ev->child);
 }
 
+/* Does e take another object than ev's away from ev's name? */
+static bool takes_other(const struct fw_raw *e, const struct fw_raw *ev, const char *name)
+{
+	const struct fw_obj *from = (e->mask & FW_RENAME) ? &e->old :
+				    (e->mask & GONE) ? &e->dir : NULL;
+
+	return from && from->name && !strcmp(from->name, name) && same_fh(from, &ev->dir) &&
+	       e->child.fsid && !same_fh(&e->child, &ev->child);
+}
+
 /*
  * The end of the last event in the rest of the buffer that puts ev's object
  * back at name, or 0.  The kernel merges a DELETE into the CREATE (or
@@ -295,14 +305,15 @@ static bool brings_back(const struct fw_raw *e, const struct fw_raw *ev, const c
  * before the exchanges, and read there, the rm undoes a CREATE the
  * exchanges then redo.  It came after the object's last return.
  */
-static size_t last_return(const struct fw_raw *ev, const char *name)
+static size_t last_return(const struct fw_raw *ev, const char *name,
+			  bool (*match)(const struct fw_raw *, const struct fw_raw *, const char *))
 {
 	size_t off = cur.off, found = 0;
 	struct fw_raw e;
 	int r;
 
 	while ((r = fw_decode(cur.buf, cur.len, &off, &e)) != FW_DECODE_END)
-		if (r == FW_DECODE_OK && brings_back(&e, ev, name))
+		if (r == FW_DECODE_OK && match(&e, ev, name))
 			found = off;
 	return found;
 }
@@ -338,11 +349,30 @@ static bool hold_delete(struct fw_ctx *c, const struct fw_raw *ev, const char *n
 
 	if (!c->have_target || !ev->child.fsid || !cur.buf || nlater == NLATER ||
 	    !(m & APPEAR) || (m & GONE) != FW_DELETE ||
-	    !(after = last_return(ev, name)))
+	    !(after = last_return(ev, name, brings_back)))
 		return false;
 	later[nlater].after = after;
 	later[nlater].ev = *ev;
 	later[nlater++].ev.mask = FW_DELETE | (m & FW_ONDIR);
+	return true;
+}
+
+/*
+ * The other way round, the object there now: it left, then came back
+ * (unlink c; mkdir c; mv c out; ln y c comes as DELETE|CREATE c first).
+ * It came back after the last event in this buffer that takes another
+ * object away from that name: the CREATE is held back past it.
+ */
+static bool hold_create(struct fw_ctx *c, const struct fw_raw *ev, const char *name)
+{
+	size_t after;
+
+	if (!c->have_target || !ev->child.fsid || !cur.buf || nlater == NLATER ||
+	    !(after = last_return(ev, name, takes_other)))
+		return false;
+	later[nlater].after = after;
+	later[nlater].ev = *ev;
+	later[nlater++].ev.mask &= ~(uint64_t)GONE;
 	return true;
 }
 
@@ -361,7 +391,8 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && is_now(c, ev, dfd, name, &st)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
-		name_bits(c, ev, d, name, m & ~GONE);
+		if (!hold_create(c, ev, name))
+			name_bits(c, ev, d, name, m & ~GONE);
 		return true;
 	}
 	if ((m & APPEAR) && (m & GONE) && hold_delete(c, ev, name)) {

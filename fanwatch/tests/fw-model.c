@@ -1164,6 +1164,8 @@ static const char *const literal[] = {
 	 * after, forgot that, and the rename to b/m read as "it left"
 	 */
 	"chain w/d 60;rename w/d/d/d/d/d/d w/b;start;mkdir w/b/b;exchange w/d w/b/d/d/d;rename w/d w/b/b/m",
+	/* a link's DELETE and its return merged, another object between */
+	"create w/d;link w/d w/c;link w/d w/a;rename w/a w/y;start;flip w/c;moveout w/c;link w/y w/c",
 	NULL
 };
 
