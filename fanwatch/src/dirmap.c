@@ -283,8 +283,12 @@ static int open_under_parent(struct fw_dirmap *m, struct fw_dir *d)
 {
 	int fd = openat(d->parent->fd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		/* a file or symlink has the name now: d moved (rename unread) */
+		if (errno == ENOTDIR || errno == ELOOP)
+			errno = ESTALE;
 		return -1;
+	}
 	/* The name may lead elsewhere now: only the handle says it is d. */
 	if (!fw_dir_is(d, fd)) {
 		close(fd);

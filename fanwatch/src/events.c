@@ -144,6 +144,17 @@ static uint32_t half_cookie(struct fw_ctx *c, const struct fw_raw *ev, bool from
 }
 
 /* Unpaired renames: a directory arrived; is it one we watch already? */
+/*
+ * s moved within the tree to where the map has it now.  A quiet subtree
+ * whose report its move hid (fw_report_quiet) is reported there.
+ */
+static void moved_within(struct fw_ctx *c, struct fw_dir *s)
+{
+	s->leaving = false;
+	if (s->report_due && s->quiet)
+		fw_report_quiet(c, s);
+}
+
 static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d,
 		       const char *name, bool self)
 {
@@ -151,7 +162,7 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 
 	replaced(c, d, name, n, self);
 	if (n && n->parent && !fw_dir_reparent(n, d, name))
-		n->leaving = false;	/* it moved within the tree */
+		moved_within(c, n);
 	else if (!n)
 		adopt_child(c, ev, d, name);
 }
@@ -537,7 +548,7 @@ static void swap_in(struct fw_ctx *c, struct fw_dir *s, struct fw_dir *to,
 		    const char *name)
 {
 	if (s && to && !fw_dir_reparent(s, to, name))
-		s->leaving = false;
+		moved_within(c, s);
 	else if (s)
 		fw_unwatch_tree(c, s);
 }
@@ -654,7 +665,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	if (s && nd && ahead(c, s, od, on, nd, nn)) {
 		s->leaving = false;	/* a scan met it further on: it stays there */
 	} else if (s && nd && !fw_dir_reparent(s, nd, nn)) {
-		s->leaving = false;
+		moved_within(c, s);
 		if (!on && s->quiet)
 			fw_report_quiet(c, s);	/* came in during setup */
 	} else if (s)

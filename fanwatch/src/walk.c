@@ -1004,8 +1004,14 @@ void fw_report_quiet(struct fw_ctx *c, struct fw_dir *top)
 		struct namelist subs = { 0 };
 
 		if (d->quiet) {
+			/*
+			 * Moved by a rename not read yet (its name leads
+			 * elsewhere): reported when that rename is read.
+			 */
 			d->quiet = false;
-			list_dir(c, d, true, &subs);
+			d->report_due = list_dir(c, d, true, &subs) < 0 &&
+					(errno == ESTALE || errno == ENOENT);
+			d->quiet = d->report_due;
 			namelist_free(&subs);
 		}
 		if (d->child) {

@@ -1166,6 +1166,12 @@ static const char *const literal[] = {
 	"chain w/d 60;rename w/d/d/d/d/d/d w/b;start;mkdir w/b/b;exchange w/d w/b/d/d/d;rename w/d w/b/b/m",
 	/* a link's DELETE and its return merged, another object between */
 	"create w/d;link w/d w/c;link w/d w/a;rename w/a w/y;start;flip w/c;moveout w/c;link w/y w/c",
+	/*
+	 * Moved in during setup, reported at its MOVED_TO; one of its
+	 * directories renamed by then (a whiteout at its name): its listing
+	 * failed ("Not a directory") and its files were never reported
+	 */
+	"early;start;movein w/x 3;whiteout w/x/t0/s0 w/x/t2/s2/c",
 	NULL
 };
 
