@@ -620,6 +620,37 @@ static bool ahead(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *od,
 	       fw_dir_at(c, nd, nn) != s && fw_dir_at(c, s->parent, s->name) == s;
 }
 
+/*
+ * The watched directory the map has at the new name is at the old name
+ * now: not renamed over (that would have removed it) but exchanged, the
+ * FAN_RENAME of its half merged by the kernel into an identical earlier
+ * one (mv d b; exchange b d; exchange b d).  Handled as the exchange.
+ */
+static bool exchanged_back(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *od,
+			   const char *on, struct fw_dir *nd, const char *nn)
+{
+	struct fw_dir *t = nd && nn ? fw_dir_child(nd, nn) : NULL;
+	struct {
+		struct file_handle fh;
+		unsigned char b[128];
+	} h;
+	struct fw_raw e2 = {
+		.mask = FW_RENAME | FW_ONDIR, .pid = ev->pid,
+		.old = ev->new, .new = ev->old,
+	};
+
+	if (!c->have_target || !t || !od || !on || t->handle_bytes > sizeof(h.b) ||
+	    lookup(c, &ev->child) == t || fw_dir_at(c, od, on) != t)
+		return false;
+	h.fh.handle_bytes = t->handle_bytes;
+	h.fh.handle_type = t->handle_type;
+	memcpy(h.b, t->handle, t->handle_bytes);
+	e2.child.fsid = t->fsid;
+	e2.child.fh = &h.fh;
+	exchange_event(c, ev, &e2);
+	return true;
+}
+
 /* FAN_RENAME (5.17+): old and new location in one event. */
 static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 {
@@ -639,6 +670,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		s = subdir(c, ev, od, on);
 	if (s && !s->parent)
 		s = NULL;	/* a root: its MOVE_SELF follows it */
+	if (on && nn && exchanged_back(c, ev, od, on, nd, nn))
+		return;
 	/*
 	 * No new record: the directory it went to is not marked (yet).  If
 	 * that directory's scan already found this one there, it is in the

@@ -1172,6 +1172,8 @@ static const char *const literal[] = {
 	 * failed ("Not a directory") and its files were never reported
 	 */
 	"early;start;movein w/x 3;whiteout w/x/t0/s0 w/x/t2/s2/c",
+	/* the second exchange's FAN_RENAME of d merged into the first rename's */
+	"mkdir w/d;start;whiteout w/d w/b;exchange w/b w/d;exchange w/b w/d",
 	NULL
 };
 
