@@ -565,6 +565,86 @@ static void half(struct fw_ctx *c, struct fw_ev *e, uint32_t mask,
 }
 
 /*
+ * The last object events put at a name, a few dozen names back: the map
+ * knows directories only, and an exchange whose half the kernel merged
+ * away shows as a rename over an object it cannot replace.
+ */
+#define NPLACE 64
+struct fw_hbuf {
+	struct file_handle fh;
+	unsigned char b[128];			/* MAX_HANDLE_SZ */
+};
+static struct place {
+	bool used, isdir;
+	int32_t fsid[2];
+	struct fw_hbuf dir, obj;
+	char name[256];
+} places[NPLACE];
+static unsigned int place_next;
+
+static bool hbuf_set(struct fw_hbuf *h, const struct fw_obj *o)
+{
+	if (!o->fsid || o->fh->handle_bytes > sizeof(h->b))
+		return false;
+	h->fh.handle_bytes = o->fh->handle_bytes;
+	h->fh.handle_type = o->fh->handle_type;
+	memcpy(h->b, o->fh->f_handle, o->fh->handle_bytes);
+	return true;
+}
+
+static bool hbuf_is(const struct fw_hbuf *h, const struct file_handle *fh)
+{
+	return h->fh.handle_bytes == fh->handle_bytes && h->fh.handle_type == fh->handle_type &&
+	       !memcmp(h->b, fh->f_handle, fh->handle_bytes);
+}
+
+static struct place *place_find(const struct fw_obj *dir, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; dir->fsid && name && i < NPLACE; i++)
+		if (places[i].used && !strcmp(places[i].name, name) &&
+		    places[i].fsid[0] == dir->fsid[0] && places[i].fsid[1] == dir->fsid[1] &&
+		    hbuf_is(&places[i].dir, dir->fh))
+			return &places[i];
+	return NULL;
+}
+
+/* Who is at dir/name now, as far as events said: obj, or unknown (NULL). */
+static void place_note(const struct fw_obj *dir, const char *name, const struct fw_obj *obj,
+		       bool isdir)
+{
+	struct place *p = place_find(dir, name);
+
+	if (!obj || !obj->fsid || !name || strlen(name) >= sizeof(p->name)) {
+		if (p)
+			p->used = false;
+		return;
+	}
+	if (!p) {
+		p = &places[place_next++ % NPLACE];
+		p->used = false;
+		if (!hbuf_set(&p->dir, dir))
+			return;
+		p->fsid[0] = dir->fsid[0];
+		p->fsid[1] = dir->fsid[1];
+		strcpy(p->name, name);
+	}
+	p->isdir = isdir;
+	p->used = hbuf_set(&p->obj, obj);
+}
+
+/* What a name event says of the object at its name. */
+static void place_event(const struct fw_raw *ev)
+{
+	uint64_t m = ev->mask;
+
+	if (!ev->dir.name || !(m & (APPEAR | GONE)))
+		return;
+	place_note(&ev->dir, ev->dir.name, (m & GONE) ? NULL : &ev->child, m & FW_ONDIR);
+}
+
+/*
  * Report an exchange as both MOVED_FROMs, then both MOVED_TOs, so a
  * consumer that pairs cookies detaches both before it attaches either;
  * nothing is replaced, so there is no DELETE_SELF.
@@ -605,6 +685,8 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 		adopt_child(c, e1, bd, bn);
 	if (ydir && !y && ad)
 		adopt_child(c, e2, ad, an);
+	place_note(&e1->old, an, &e2->child, ydir);
+	place_note(&e1->new, bn, &e1->child, xdir);
 }
 
 /*
@@ -621,6 +703,30 @@ static bool ahead(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *od,
 }
 
 /*
+ * A rename of ev's object over the one events last put at the new name,
+ * which it cannot replace (a directory over a file, or the other way
+ * round), and that one is at the old name now: an exchange whose other
+ * half the kernel merged into an identical earlier FAN_RENAME.  The other
+ * object for that exchange, in e2.
+ */
+static bool over_unreplaceable(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *od,
+			       const char *on, struct fw_raw *e2, struct fw_hbuf *h)
+{
+	const struct place *p = place_find(&ev->new, ev->new.name);
+	struct fw_hbuf now = { .fh.handle_bytes = sizeof(now.b) };
+	int dfd, mnt;
+
+	if (!p || p->isdir == !!(ev->mask & FW_ONDIR) || (dfd = fw_dir_fd(&c->map, od)) < 0 ||
+	    name_to_handle_at(dfd, on, &now.fh, &mnt, 0) || !hbuf_is(&p->obj, &now.fh))
+		return false;
+	*h = p->obj;
+	e2->mask = FW_RENAME | (p->isdir ? FW_ONDIR : 0);
+	e2->child.fsid = p->fsid;
+	e2->child.fh = &h->fh;
+	return true;
+}
+
+/*
  * The watched directory the map has at the new name is at the old name
  * now: not renamed over (that would have removed it) but exchanged, the
  * FAN_RENAME of its half merged by the kernel into an identical earlier
@@ -630,23 +736,24 @@ static bool exchanged_back(struct fw_ctx *c, const struct fw_raw *ev, struct fw_
 			   const char *on, struct fw_dir *nd, const char *nn)
 {
 	struct fw_dir *t = nd && nn ? fw_dir_child(nd, nn) : NULL;
-	struct {
-		struct file_handle fh;
-		unsigned char b[128];
-	} h;
+	struct fw_hbuf h;
 	struct fw_raw e2 = {
 		.mask = FW_RENAME | FW_ONDIR, .pid = ev->pid,
 		.old = ev->new, .new = ev->old,
 	};
 
-	if (!c->have_target || !t || !od || !on || t->handle_bytes > sizeof(h.b) ||
-	    lookup(c, &ev->child) == t || fw_dir_at(c, od, on) != t)
+	if (!c->have_target || !od || !on)
 		return false;
-	h.fh.handle_bytes = t->handle_bytes;
-	h.fh.handle_type = t->handle_type;
-	memcpy(h.b, t->handle, t->handle_bytes);
-	e2.child.fsid = t->fsid;
-	e2.child.fh = &h.fh;
+	if (t && t->handle_bytes <= sizeof(h.b) && lookup(c, &ev->child) != t &&
+	    fw_dir_at(c, od, on) == t) {
+		h.fh.handle_bytes = t->handle_bytes;
+		h.fh.handle_type = t->handle_type;
+		memcpy(h.b, t->handle, t->handle_bytes);
+		e2.child.fsid = t->fsid;
+		e2.child.fh = &h.fh;
+	} else if (!over_unreplaceable(c, ev, od, on, &e2, &h)) {
+		return false;
+	}
 	exchange_event(c, ev, &e2);
 	return true;
 }
@@ -672,6 +779,8 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		s = NULL;	/* a root: its MOVE_SELF follows it */
 	if (on && nn && exchanged_back(c, ev, od, on, nd, nn))
 		return;
+	place_note(&ev->old, on, NULL, false);
+	place_note(&ev->new, nn, &ev->child, isdir);
 	/*
 	 * No new record: the directory it went to is not marked (yet).  If
 	 * that directory's scan already found this one there, it is in the
@@ -752,6 +861,7 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 		file_event(c, ev, d);
 	if (ev->mask & FW_RENAME)
 		return rename_event(c, ev);
+	place_event(ev);
 	d = lookup(c, &ev->dir);
 	if (d && d->is_file)
 		return;

@@ -1174,6 +1174,8 @@ static const char *const literal[] = {
 	"early;start;movein w/x 3;whiteout w/x/t0/s0 w/x/t2/s2/c",
 	/* the second exchange's FAN_RENAME of d merged into the first rename's */
 	"mkdir w/d;start;whiteout w/d w/b;exchange w/b w/d;exchange w/b w/d",
+	/* ... the file's half merged away: a directory "renamed over" a file */
+	"symlink w/y;create w/y;start;create w/x;exchange w/target w/x;exchange w/x w/target;flip w/x;exchange w/x w/target",
 	NULL
 };
 
