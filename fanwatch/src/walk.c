@@ -538,8 +538,15 @@ struct fw_dir *fw_met_at(struct fw_ctx *c, struct fw_dir *d, const char **name)
 	struct fw_dir *p;
 	const struct fw_dir *a;
 
-	if (!d->met || !(p = fw_dirmap_find(&c->map, d->met->fsid, &d->met->fh)) ||
-	    fw_dir_at(c, p, d->met->name) != d)
+	if (!d->met || !(p = fw_dirmap_find(&c->map, d->met->fsid, &d->met->fh)))
+		return NULL;
+	/*
+	 * Still there?  When the map's path to p is behind renames not read
+	 * yet (ESTALE, ENOENT), the disk cannot say: the note, made after
+	 * every queued event, stands; a later move has its own event.
+	 */
+	if (fw_dir_fd(&c->map, p) >= 0 ? fw_dir_at(c, p, d->met->name) != d :
+	    errno != ESTALE && errno != ENOENT)
 		return NULL;
 	for (a = p; a; a = a->parent)
 		if (a == d)

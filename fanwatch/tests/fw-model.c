@@ -1176,6 +1176,11 @@ static const char *const literal[] = {
 	"mkdir w/d;start;whiteout w/d w/b;exchange w/b w/d;exchange w/b w/d",
 	/* ... the file's half merged away: a directory "renamed over" a file */
 	"symlink w/y;create w/y;start;create w/x;exchange w/target w/x;exchange w/x w/target;flip w/x;exchange w/x w/target",
+	/*
+	 * d's scan met s0 at d/m; read later, its rename (d not marked then)
+	 * could not check that on disk, d's path behind an exchange: "left"
+	 */
+	"fdcache;movein w/x 2;movein w/y 4;start;tree w/y/t3/s3/x 2;whiteout w/x w/y/t3/s3/x/a;mkdir w/y/t3/s3/x/a/t0/s0/b;pause 30;mkdir w/y/t3/s3/x/a/t0/s0/b/d;rename w/y/t3/s3/x/t0/s0 w/y/t3/s3/x/a/t0/s0/b/d/m;mkdir w/y/t3/s3/x/a/a;tree w/y/t3/s3/x/a/a/b 4;exchange w/y/t3/s3/x/a/a/b/t3/s3/f w/y/t3/s3/x/a/t0/s0",
 	NULL
 };
 
