@@ -983,8 +983,11 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		e[0] = ev;
 		for (k = 1; k < n && (r = next_half(buf, len, &next, &e[k])) == FW_DECODE_OK; k++)
 			;
-		if (k < n && r == FW_DECODE_END && hold) {
-			handle_later(c, SIZE_MAX);
+		/*
+		 * Not with a half held back for after this very event: that
+		 * one is in this buffer, which the next read overwrites.
+		 */
+		if (k < n && r == FW_DECODE_END && hold && !nlater) {
 			cur.buf = NULL;
 			return at;
 		}
