@@ -18,6 +18,12 @@
 		 FW_CLOSE_NOWRITE)
 #define GONE	(FW_DELETE | FW_MOVED_FROM)
 
+/* A file handle kept beyond the event that gave it. */
+struct fw_hbuf {
+	struct file_handle fh;
+	unsigned char b[128];			/* MAX_HANDLE_SZ */
+};
+
 static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
 		      bool present, bool isdir);
 static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
@@ -496,18 +502,60 @@ static void file_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
  * already, its DELETE is still queued; if a later one is there, its own
  * rename reports it again, which a consumer takes as a no-op.
  */
+#define NLOOK 16
+static struct look {
+	int32_t fsid[2];
+	struct fw_hbuf dir;
+	bool self;
+	char name[256];
+} looks[NLOOK];
+static unsigned int nlook;
+
 static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
 			  bool self)
 {
 	struct stat st;
+	struct look *l;
 	int dfd;
 
-	if (!d || !name || (dfd = fw_dir_fd(&c->map, d)) < 0 ||
-	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	if (!d || !name)
+		return;
+	if ((dfd = fw_dir_fd(&c->map, d)) < 0) {
+		/*
+		 * d's path is behind a rename not handled yet (its own,
+		 * further on in this buffer): look once the buffer is done.
+		 */
+		if ((errno != ESTALE && errno != ENOENT) || nlook == NLOOK || strlen(name) >= sizeof(l->name) ||
+		    d->handle_bytes > sizeof(l->dir.b))
+			return;
+		l = &looks[nlook++];
+		l->fsid[0] = d->fsid[0];
+		l->fsid[1] = d->fsid[1];
+		l->dir.fh.handle_bytes = d->handle_bytes;
+		l->dir.fh.handle_type = d->handle_type;
+		memcpy(l->dir.b, d->handle, d->handle_bytes);
+		l->self = self;
+		strcpy(l->name, name);
+		return;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISCHR(st.st_mode) || st.st_rdev)
 		return;
 	fw_emit1(c, FW_CREATE, d, name, false, false, self);
 	snap_note(c, d, name, true, false);
+}
+
+/* The whiteouts whose directory could not be reached when they were left. */
+static void whiteouts_late(struct fw_ctx *c)
+{
+	unsigned int i;
+	struct fw_dir *d;
+
+	for (i = 0; i < nlook; i++)
+		if ((d = fw_dirmap_find(&c->map, looks[i].fsid, &looks[i].dir.fh)) &&
+		    fw_dir_fd(&c->map, d) >= 0)
+			whiteout_left(c, d, looks[i].name, looks[i].self);
+	nlook = 0;
 }
 
 static bool same_fh(const struct fw_obj *a, const struct fw_obj *b)
@@ -570,10 +618,6 @@ static void half(struct fw_ctx *c, struct fw_ev *e, uint32_t mask,
  * away shows as a rename over an object it cannot replace.
  */
 #define NPLACE 64
-struct fw_hbuf {
-	struct file_handle fh;
-	unsigned char b[128];			/* MAX_HANDLE_SZ */
-};
 static struct place {
 	bool used, isdir;
 	int32_t fsid[2];
@@ -1007,6 +1051,7 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		off = next;
 	}
 	handle_later(c, SIZE_MAX);
+	whiteouts_late(c);
 	cur.buf = NULL;
 	return off;
 }

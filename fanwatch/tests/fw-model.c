@@ -1181,6 +1181,8 @@ static const char *const literal[] = {
 	 * could not check that on disk, d's path behind an exchange: "left"
 	 */
 	"fdcache;movein w/x 2;movein w/y 4;start;tree w/y/t3/s3/x 2;whiteout w/x w/y/t3/s3/x/a;mkdir w/y/t3/s3/x/a/t0/s0/b;pause 30;mkdir w/y/t3/s3/x/a/t0/s0/b/d;rename w/y/t3/s3/x/t0/s0 w/y/t3/s3/x/a/t0/s0/b/d/m;mkdir w/y/t3/s3/x/a/a;tree w/y/t3/s3/x/a/a/b 4;exchange w/y/t3/s3/x/a/a/b/t3/s3/f w/y/t3/s3/x/a/t0/s0",
+	/* a whiteout left in t3, read after t3's own rename: not looked for */
+	"fdcache;movein w/x 6;movein w/x/t1/y 4;write w/x/t1/s5/f;start;movein w/x/t1/y/t2/s2/c 4;create w/x/t1/y/t1/s1/b/b;flip w/x/t1/y/t1/g1;movein w/x/t1/y/t2/s2/c/t3/a 6;whiteout w/x/t1/y/t2/s2/c/t3/s3 w/x/t3/s3/x;rename w/x/t1/y/t2/s2/c/t3 w/x/t0/s0/b",
 	NULL
 };
 
