@@ -1166,6 +1166,8 @@ static const char *const literal[] = {
 	"chain w/d 60;rename w/d/d/d/d/d/d w/b;start;mkdir w/b/b;exchange w/d w/b/d/d/d;rename w/d w/b/b/m",
 	/* a link's DELETE and its return merged, another object between */
 	"create w/d;link w/d w/c;link w/d w/a;rename w/a w/y;start;flip w/c;moveout w/c;link w/y w/c",
+	/* ... unpaired: y's CREATE, MOVED_FROM and MOVED_TO merged, x's between */
+	"unpaired;symlink w/x;start;create w/y;exchange w/x w/y;exchange w/y w/x",
 	/*
 	 * Moved in during setup, reported at its MOVED_TO; one of its
 	 * directories renamed by then (a whiteout at its name): its listing
