@@ -283,8 +283,12 @@ static int open_under_parent(struct fw_dirmap *m, struct fw_dir *d)
 {
 	int fd = openat(d->parent->fd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		/* a file or symlink has the name now: d moved (rename unread) */
+		if (errno == ENOTDIR || errno == ELOOP)
+			errno = ESTALE;
 		return -1;
+	}
 	/* The name may lead elsewhere now: only the handle says it is d. */
 	if (!fw_dir_is(d, fd)) {
 		close(fd);
@@ -416,6 +420,14 @@ int fw_dir_rename_root(struct fw_dir *d, const char *path)
 	return ret;
 }
 
+static bool met_is(const struct fw_met *m, const struct fw_dir *p, const char *name)
+{
+	return !strcmp(m->name, name) && m->fsid[0] == p->fsid[0] &&
+	       m->fsid[1] == p->fsid[1] && m->fh.handle_bytes == p->handle_bytes &&
+	       m->fh.handle_type == p->handle_type &&
+	       !memcmp(m->data, p->handle, p->handle_bytes);
+}
+
 int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
 		    const char *newname)
 {
@@ -427,8 +439,15 @@ int fw_dir_reparent(struct fw_dir *d, struct fw_dir *newparent,
 	}
 	unlink_child(d);
 	link_child(newparent, d);
-	free(d->met);
-	d->met = NULL;
+	/*
+	 * Where a scan met it was seen after every event queued: a rename
+	 * read now may take it to a place on the way there (mv x y; mv y
+	 * b/m read after b's scan met it at b/m), which leaves it news.
+	 */
+	if (d->met && met_is(d->met, newparent, newname)) {
+		free(d->met);
+		d->met = NULL;
+	}
 	free(d->name);
 	d->name = name;
 	return relabel(d);

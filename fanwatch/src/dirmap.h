@@ -44,10 +44,12 @@ struct fw_dir {
 	bool is_file;				/* a file given as target */
 	bool leaving;				/* MOVED_FROM seen, no MOVED_TO yet */
 	bool quiet;				/* adopted by setup's walk, unreported */
+	bool report_due;			/* quiet, due a report its moving hid */
 	struct fw_met *met;			/* where a scan met it since, or NULL */
 	struct fw_snap *snap;			/* --rescan-on-overflow state, or NULL */
 	int mnt_id;				/* from name_to_handle_at */
 	bool simple_fs;				/* ext2/3/4, xfs or tmpfs: see walk.c */
+	bool mount_said;			/* a bind mount showing it was named */
 	int32_t fsid[2];
 	int handle_type;
 	unsigned int handle_bytes;

@@ -18,10 +18,17 @@
 		 FW_CLOSE_NOWRITE)
 #define GONE	(FW_DELETE | FW_MOVED_FROM)
 
+/* A file handle kept beyond the event that gave it. */
+struct fw_hbuf {
+	struct file_handle fh;
+	unsigned char b[128];			/* MAX_HANDLE_SZ */
+};
+
 static void snap_note(struct fw_ctx *c, struct fw_dir *d, const char *name,
 		      bool present, bool isdir);
 static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
 			  bool self);
+static bool same_fh(const struct fw_obj *a, const struct fw_obj *b);
 
 static struct fw_dir *lookup(struct fw_ctx *c, const struct fw_obj *o)
 {
@@ -143,6 +150,17 @@ static uint32_t half_cookie(struct fw_ctx *c, const struct fw_raw *ev, bool from
 }
 
 /* Unpaired renames: a directory arrived; is it one we watch already? */
+/*
+ * s moved within the tree to where the map has it now.  A quiet subtree
+ * whose report its move hid (fw_report_quiet) is reported there.
+ */
+static void moved_within(struct fw_ctx *c, struct fw_dir *s)
+{
+	s->leaving = false;
+	if (s->report_due && s->quiet)
+		fw_report_quiet(c, s);
+}
+
 static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *d,
 		       const char *name, bool self)
 {
@@ -150,7 +168,7 @@ static void moved_here(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
 
 	replaced(c, d, name, n, self);
 	if (n && n->parent && !fw_dir_reparent(n, d, name))
-		n->leaving = false;	/* it moved within the tree */
+		moved_within(c, n);
 	else if (!n)
 		adopt_child(c, ev, d, name);
 }
@@ -261,6 +279,121 @@ static bool is_now(const struct fw_ctx *c, const struct fw_raw *ev, int dfd,
 }
 
 /*
+ * The read buffer being handled and the offset past the event in hand,
+ * for a look ahead; and DELETEs held back to a later point of it.
+ */
+static struct {
+	const void *buf;
+	size_t len, off;
+} cur;
+
+#define NLATER 16
+static struct later {
+	size_t after;			/* handled once the events up to here are */
+	struct fw_raw ev;		/* pointers into cur.buf */
+} later[NLATER];
+static unsigned int nlater;
+
+/* Does e put the object ev names back at ev's name (a rename or link to it)? */
+static bool brings_back(const struct fw_raw *e, const struct fw_raw *ev, const char *name)
+{
+	const struct fw_obj *to = (e->mask & FW_RENAME) ? &e->new :
+				  (e->mask & APPEAR) ? &e->dir : NULL;
+
+	return to && to->name && !strcmp(to->name, name) && same_fh(to, &ev->dir) &&
+	       same_fh(&e->child, &ev->child);
+}
+
+/* Does e take another object than ev's away from ev's name? */
+static bool takes_other(const struct fw_raw *e, const struct fw_raw *ev, const char *name)
+{
+	const struct fw_obj *from = (e->mask & FW_RENAME) ? &e->old :
+				    (e->mask & GONE) ? &e->dir : NULL;
+
+	return from && from->name && !strcmp(from->name, name) && same_fh(from, &ev->dir) &&
+	       e->child.fsid && !same_fh(&e->child, &ev->child);
+}
+
+/*
+ * The end of the last event in the rest of the buffer that puts ev's object
+ * back at name, or 0.  The kernel merges a DELETE into the CREATE (or
+ * MOVED_TO) of the same object at the same name however far back it is
+ * queued: create d; exchange d b; exchange b d; rm d comes as CREATE|DELETE d
+ * before the exchanges, and read there, the rm undoes a CREATE the
+ * exchanges then redo.  It came after the object's last return.
+ */
+static size_t last_return(const struct fw_raw *ev, const char *name,
+			  bool (*match)(const struct fw_raw *, const struct fw_raw *, const char *))
+{
+	size_t off = cur.off, found = 0;
+	struct fw_raw e;
+	int r;
+
+	while ((r = fw_decode(cur.buf, cur.len, &off, &e)) != FW_DECODE_END)
+		if (r == FW_DECODE_OK && match(&e, ev, name))
+			found = off;
+	return found;
+}
+
+static void handle_event(struct fw_ctx *c, const struct fw_raw *ev);
+
+/* Handle the held-back DELETEs due once the events before off are. */
+static void handle_later(struct fw_ctx *c, size_t off)
+{
+	unsigned int i = 0;
+	struct fw_raw ev;
+
+	while (i < nlater) {
+		if (later[i].after > off) {
+			i++;
+			continue;
+		}
+		ev = later[i].ev;
+		later[i] = later[--nlater];
+		handle_event(c, &ev);
+	}
+}
+
+/*
+ * A CREATE (or MOVED_TO) with the DELETE of the same object merged into it,
+ * the object gone now: the DELETE is held back past the object's last
+ * return to that name in this buffer, if there is one.
+ */
+static bool hold_delete(struct fw_ctx *c, const struct fw_raw *ev, const char *name)
+{
+	uint64_t m = ev->mask;
+	size_t after;
+
+	if (!c->have_target || !ev->child.fsid || !cur.buf || nlater == NLATER ||
+	    !(m & APPEAR) || (m & GONE) != FW_DELETE ||
+	    !(after = last_return(ev, name, brings_back)))
+		return false;
+	later[nlater].after = after;
+	later[nlater].ev = *ev;
+	later[nlater++].ev.mask = FW_DELETE | (m & FW_ONDIR);
+	return true;
+}
+
+/*
+ * The other way round, the object there now: it left, then came back
+ * (unlink c; mkdir c; mv c out; ln y c comes as DELETE|CREATE c first).
+ * It came back after the last event in this buffer that takes another
+ * object away from that name: the CREATE is held back past it.
+ */
+static bool hold_create(struct fw_ctx *c, const struct fw_raw *ev, const char *name)
+{
+	size_t after;
+
+	if (!c->have_target || !ev->child.fsid || !cur.buf || nlater == NLATER ||
+	    !(after = last_return(ev, name, takes_other)))
+		return false;
+	later[nlater].after = after;
+	later[nlater].ev = *ev;
+	later[nlater++].ev.mask &= ~(uint64_t)GONE;
+	return true;
+}
+
+/*
  * Several bits for one name: the kernel merged them; fstatat says the
  * order.  Returns whether the name exists after the reported events.
  */
@@ -275,6 +408,11 @@ static bool name_event(struct fw_ctx *c, const struct fw_raw *ev,
 	    !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && is_now(c, ev, dfd, name, &st)) {
 		/* It exists now: the old one went first, then the new one came. */
 		name_bits(c, ev, d, name, m & GONE);
+		if (!hold_create(c, ev, name))
+			name_bits(c, ev, d, name, m & ~GONE);
+		return true;
+	}
+	if ((m & APPEAR) && (m & GONE) && hold_delete(c, ev, name)) {
 		name_bits(c, ev, d, name, m & ~GONE);
 		return true;
 	}
@@ -364,18 +502,60 @@ static void file_event(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir 
  * already, its DELETE is still queued; if a later one is there, its own
  * rename reports it again, which a consumer takes as a no-op.
  */
+#define NLOOK 16
+static struct look {
+	int32_t fsid[2];
+	struct fw_hbuf dir;
+	bool self;
+	char name[256];
+} looks[NLOOK];
+static unsigned int nlook;
+
 static void whiteout_left(struct fw_ctx *c, struct fw_dir *d, const char *name,
 			  bool self)
 {
 	struct stat st;
+	struct look *l;
 	int dfd;
 
-	if (!d || !name || (dfd = fw_dir_fd(&c->map, d)) < 0 ||
-	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	if (!d || !name)
+		return;
+	if ((dfd = fw_dir_fd(&c->map, d)) < 0) {
+		/*
+		 * d's path is behind a rename not handled yet (its own,
+		 * further on in this buffer): look once the buffer is done.
+		 */
+		if ((errno != ESTALE && errno != ENOENT) || nlook == NLOOK || strlen(name) >= sizeof(l->name) ||
+		    d->handle_bytes > sizeof(l->dir.b))
+			return;
+		l = &looks[nlook++];
+		l->fsid[0] = d->fsid[0];
+		l->fsid[1] = d->fsid[1];
+		l->dir.fh.handle_bytes = d->handle_bytes;
+		l->dir.fh.handle_type = d->handle_type;
+		memcpy(l->dir.b, d->handle, d->handle_bytes);
+		l->self = self;
+		strcpy(l->name, name);
+		return;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISCHR(st.st_mode) || st.st_rdev)
 		return;
 	fw_emit1(c, FW_CREATE, d, name, false, false, self);
 	snap_note(c, d, name, true, false);
+}
+
+/* The whiteouts whose directory could not be reached when they were left. */
+static void whiteouts_late(struct fw_ctx *c)
+{
+	unsigned int i;
+	struct fw_dir *d;
+
+	for (i = 0; i < nlook; i++)
+		if ((d = fw_dirmap_find(&c->map, looks[i].fsid, &looks[i].dir.fh)) &&
+		    fw_dir_fd(&c->map, d) >= 0)
+			whiteout_left(c, d, looks[i].name, looks[i].self);
+	nlook = 0;
 }
 
 static bool same_fh(const struct fw_obj *a, const struct fw_obj *b)
@@ -416,7 +596,7 @@ static void swap_in(struct fw_ctx *c, struct fw_dir *s, struct fw_dir *to,
 		    const char *name)
 {
 	if (s && to && !fw_dir_reparent(s, to, name))
-		s->leaving = false;
+		moved_within(c, s);
 	else if (s)
 		fw_unwatch_tree(c, s);
 }
@@ -430,6 +610,82 @@ static void half(struct fw_ctx *c, struct fw_ev *e, uint32_t mask,
 	e->mask = mask, e->d = d, e->name = name;
 	e->isdir = isdir, e->cookie = cookie;
 	fw_emit(c, e);
+}
+
+/*
+ * The last object events put at a name, a few dozen names back: the map
+ * knows directories only, and an exchange whose half the kernel merged
+ * away shows as a rename over an object it cannot replace.
+ */
+#define NPLACE 64
+static struct place {
+	bool used, isdir;
+	int32_t fsid[2];
+	struct fw_hbuf dir, obj;
+	char name[256];
+} places[NPLACE];
+static unsigned int place_next;
+
+static bool hbuf_set(struct fw_hbuf *h, const struct fw_obj *o)
+{
+	if (!o->fsid || o->fh->handle_bytes > sizeof(h->b))
+		return false;
+	h->fh.handle_bytes = o->fh->handle_bytes;
+	h->fh.handle_type = o->fh->handle_type;
+	memcpy(h->b, o->fh->f_handle, o->fh->handle_bytes);
+	return true;
+}
+
+static bool hbuf_is(const struct fw_hbuf *h, const struct file_handle *fh)
+{
+	return h->fh.handle_bytes == fh->handle_bytes && h->fh.handle_type == fh->handle_type &&
+	       !memcmp(h->b, fh->f_handle, fh->handle_bytes);
+}
+
+static struct place *place_find(const struct fw_obj *dir, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; dir->fsid && name && i < NPLACE; i++)
+		if (places[i].used && !strcmp(places[i].name, name) &&
+		    places[i].fsid[0] == dir->fsid[0] && places[i].fsid[1] == dir->fsid[1] &&
+		    hbuf_is(&places[i].dir, dir->fh))
+			return &places[i];
+	return NULL;
+}
+
+/* Who is at dir/name now, as far as events said: obj, or unknown (NULL). */
+static void place_note(const struct fw_obj *dir, const char *name, const struct fw_obj *obj,
+		       bool isdir)
+{
+	struct place *p = place_find(dir, name);
+
+	if (!obj || !obj->fsid || !name || strlen(name) >= sizeof(p->name)) {
+		if (p)
+			p->used = false;
+		return;
+	}
+	if (!p) {
+		p = &places[place_next++ % NPLACE];
+		p->used = false;
+		if (!hbuf_set(&p->dir, dir))
+			return;
+		p->fsid[0] = dir->fsid[0];
+		p->fsid[1] = dir->fsid[1];
+		strcpy(p->name, name);
+	}
+	p->isdir = isdir;
+	p->used = hbuf_set(&p->obj, obj);
+}
+
+/* What a name event says of the object at its name. */
+static void place_event(const struct fw_raw *ev)
+{
+	uint64_t m = ev->mask;
+
+	if (!ev->dir.name || !(m & (APPEAR | GONE)))
+		return;
+	place_note(&ev->dir, ev->dir.name, (m & GONE) ? NULL : &ev->child, m & FW_ONDIR);
 }
 
 /*
@@ -473,6 +729,8 @@ static void exchange_event(struct fw_ctx *c, const struct fw_raw *e1,
 		adopt_child(c, e1, bd, bn);
 	if (ydir && !y && ad)
 		adopt_child(c, e2, ad, an);
+	place_note(&e1->old, an, &e2->child, ydir);
+	place_note(&e1->new, bn, &e1->child, xdir);
 }
 
 /*
@@ -486,6 +744,62 @@ static bool ahead(struct fw_ctx *c, struct fw_dir *s, const struct fw_dir *od,
 {
 	return (s->parent != od || !on || strcmp(s->name, on)) &&
 	       fw_dir_at(c, nd, nn) != s && fw_dir_at(c, s->parent, s->name) == s;
+}
+
+/*
+ * A rename of ev's object over the one events last put at the new name,
+ * which it cannot replace (a directory over a file, or the other way
+ * round), and that one is at the old name now: an exchange whose other
+ * half the kernel merged into an identical earlier FAN_RENAME.  The other
+ * object for that exchange, in e2.
+ */
+static bool over_unreplaceable(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *od,
+			       const char *on, struct fw_raw *e2, struct fw_hbuf *h)
+{
+	const struct place *p = place_find(&ev->new, ev->new.name);
+	struct fw_hbuf now = { .fh.handle_bytes = sizeof(now.b) };
+	int dfd, mnt;
+
+	if (!p || p->isdir == !!(ev->mask & FW_ONDIR) || (dfd = fw_dir_fd(&c->map, od)) < 0 ||
+	    name_to_handle_at(dfd, on, &now.fh, &mnt, 0) || !hbuf_is(&p->obj, &now.fh))
+		return false;
+	*h = p->obj;
+	e2->mask = FW_RENAME | (p->isdir ? FW_ONDIR : 0);
+	e2->child.fsid = p->fsid;
+	e2->child.fh = &h->fh;
+	return true;
+}
+
+/*
+ * The watched directory the map has at the new name is at the old name
+ * now: not renamed over (that would have removed it) but exchanged, the
+ * FAN_RENAME of its half merged by the kernel into an identical earlier
+ * one (mv d b; exchange b d; exchange b d).  Handled as the exchange.
+ */
+static bool exchanged_back(struct fw_ctx *c, const struct fw_raw *ev, struct fw_dir *od,
+			   const char *on, struct fw_dir *nd, const char *nn)
+{
+	struct fw_dir *t = nd && nn ? fw_dir_child(nd, nn) : NULL;
+	struct fw_hbuf h;
+	struct fw_raw e2 = {
+		.mask = FW_RENAME | FW_ONDIR, .pid = ev->pid,
+		.old = ev->new, .new = ev->old,
+	};
+
+	if (!c->have_target || !od || !on)
+		return false;
+	if (t && t->handle_bytes <= sizeof(h.b) && lookup(c, &ev->child) != t &&
+	    fw_dir_at(c, od, on) == t) {
+		h.fh.handle_bytes = t->handle_bytes;
+		h.fh.handle_type = t->handle_type;
+		memcpy(h.b, t->handle, t->handle_bytes);
+		e2.child.fsid = t->fsid;
+		e2.child.fh = &h.fh;
+	} else if (!over_unreplaceable(c, ev, od, on, &e2, &h)) {
+		return false;
+	}
+	exchange_event(c, ev, &e2);
+	return true;
 }
 
 /* FAN_RENAME (5.17+): old and new location in one event. */
@@ -507,6 +821,10 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 		s = subdir(c, ev, od, on);
 	if (s && !s->parent)
 		s = NULL;	/* a root: its MOVE_SELF follows it */
+	if (on && nn && exchanged_back(c, ev, od, on, nd, nn))
+		return;
+	place_note(&ev->old, on, NULL, false);
+	place_note(&ev->new, nn, &ev->child, isdir);
 	/*
 	 * No new record: the directory it went to is not marked (yet).  If
 	 * that directory's scan already found this one there, it is in the
@@ -533,7 +851,7 @@ static void rename_event(struct fw_ctx *c, const struct fw_raw *ev)
 	if (s && nd && ahead(c, s, od, on, nd, nn)) {
 		s->leaving = false;	/* a scan met it further on: it stays there */
 	} else if (s && nd && !fw_dir_reparent(s, nd, nn)) {
-		s->leaving = false;
+		moved_within(c, s);
 		if (!on && s->quiet)
 			fw_report_quiet(c, s);	/* came in during setup */
 	} else if (s)
@@ -587,6 +905,7 @@ static void handle_event(struct fw_ctx *c, const struct fw_raw *ev)
 		file_event(c, ev, d);
 	if (ev->mask & FW_RENAME)
 		return rename_event(c, ev);
+	place_event(ev);
 	d = lookup(c, &ev->dir);
 	if (d && d->is_file)
 		return;
@@ -687,13 +1006,17 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 	int r;
 
 	fw_stamp(c);
-	while (at = off, (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
+	cur.buf = buf;
+	cur.len = len;
+	while (handle_later(c, off), at = off,
+	       (r = fw_decode(buf, len, &off, &ev)) != FW_DECODE_END) {
 		struct fw_raw e[4], p[2];
 		size_t next = off, mid = off;
 		int k, n;
 
 		if (r != FW_DECODE_OK)
 			continue;
+		cur.off = off;
 		n = (ev.mask & FW_RENAME) ? 2 : !c->have_target ? 1 :
 		    only(&ev, FW_MOVED_FROM) ? 4 : only(&ev, FW_MOVED_TO) ? 2 : 1;
 		if (n == 1) {
@@ -704,8 +1027,14 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		e[0] = ev;
 		for (k = 1; k < n && (r = next_half(buf, len, &next, &e[k])) == FW_DECODE_OK; k++)
 			;
-		if (k < n && r == FW_DECODE_END && hold)
+		/*
+		 * Not with a half held back for after this very event: that
+		 * one is in this buffer, which the next read overwrites.
+		 */
+		if (k < n && r == FW_DECODE_END && hold && !nlater) {
+			cur.buf = NULL;
 			return at;
+		}
 		if (k < n || !as_exchange(c, e, n, p)) {
 			handle_event(c, &ev);
 			continue;
@@ -721,6 +1050,9 @@ static size_t handle_events(struct fw_ctx *c, const void *buf, size_t len, bool 
 		}
 		off = next;
 	}
+	handle_later(c, SIZE_MAX);
+	whiteouts_late(c);
+	cur.buf = NULL;
 	return off;
 }
 

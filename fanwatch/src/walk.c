@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 
+#include "mount.h"
 #include "prep.h"
 #include "snap.h"
 #include "watch.h"
@@ -181,7 +182,6 @@ static const char *fs_name(long type)
 }
 
 /* One message per reason a directory cannot be watched. */
-/* One message per reason a directory cannot be watched. */
 static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, int err)
 {
 	struct statfs sf;
@@ -220,6 +220,44 @@ static void mark_error(struct fw_ctx *c, bool fatal, const char *path, int fd, i
 	default:
 		complain(c, fatal, "cannot watch %s: %s", path, strerror(err));
 	}
+}
+
+/*
+ * A mount point inside the tree that cannot be watched, named as one (a
+ * FUSE mount was reported as "a btrfs subvolume"): what it is, why, and
+ * what to do.  A zero fsid (FUSE, 9p) can be watched from 6.8 on by a
+ * group that watches nothing on another filesystem: EXDEV here, ENODEV
+ * before.
+ */
+static void mount_error(struct fw_ctx *c, const char *path, int fd, int mnt, int err)
+{
+	char desc[1200];
+	const char *why, *todo = "; watch it separately";
+
+	fw_mount_desc(fd, mnt, desc, sizeof(desc));
+	switch (err) {
+	case ENODEV:
+		why = "its filesystem reports a zero fsid (ENODEV)";
+		todo = "; Linux 6.8 and later can watch it on its own";
+		break;
+	case EXDEV:
+		why = "fanotify can watch a filesystem without an fsid of its own only alone (EXDEV)";
+		break;
+	case EOPNOTSUPP:
+		why = "its filesystem does not support file handles (EOPNOTSUPP)";
+		todo = "";
+		break;
+	default:
+		why = strerror(err);
+	}
+	fw_warn(c, "%s is a mount point (%s): not watched: %s%s", path, desc, why, todo);
+}
+
+/* The errors mark_error() explains alike for a mount point and a directory. */
+static bool mount_neutral(int err)
+{
+	return err == EACCES || err == EMFILE || err == ENFILE || err == ENOENT ||
+	       err == ESTALE;
 }
 
 /* Subdirectory names a listing found, with the inode number it gave. */
@@ -375,6 +413,34 @@ static char *join(const struct fw_dir *parent, const char *name)
 	return p;
 }
 
+/*
+ * One directory found at a second path, parent/name (mount id mnt), one of
+ * the two through a mount point (a bind mount): an inode mark reports a
+ * change once, under the path it was watched at, so the paths below the
+ * other never appear.  Say so, once.  Neither a mount point: a move.
+ */
+static void mount_again(struct fw_ctx *c, struct fw_dir *d, struct fw_dir *parent,
+			const char *name, int mnt)
+{
+	bool here = mnt != parent->mnt_id;
+	int dl = (int)d->pathlen - (d->pathlen > 1 && d->path[d->pathlen - 1] == '/');
+	char desc[1200], *p;
+
+	if (d->mount_said || (!here && !(d->parent && d->mnt_id != d->parent->mnt_id)) ||
+	    (d->parent == parent && d->name && !strcmp(d->name, name)))
+		return;
+	d->mount_said = true;
+	p = join(parent, name);
+	fw_mount_desc(-1, here ? mnt : d->mnt_id, desc, sizeof(desc));
+	if (here)
+		fw_warn(c, "%s is a mount point (%s): %s and %.*s are one directory, watched once: its changes are reported under %.*s only",
+			p ? p : name, desc, p ? p : name, dl, d->path, dl, d->path);
+	else
+		fw_warn(c, "%.*s is a mount point (%s): %.*s and %s are one directory, watched once: its changes are reported under %.*s only",
+			dl, d->path, desc, dl, d->path, p ? p : name, dl, d->path);
+	free(p);
+}
+
 static bool same_handle(const struct file_handle *a, const struct file_handle *b)
 {
 	return a->handle_bytes == b->handle_bytes && a->handle_type == b->handle_type &&
@@ -479,8 +545,15 @@ struct fw_dir *fw_met_at(struct fw_ctx *c, struct fw_dir *d, const char **name)
 	struct fw_dir *p;
 	const struct fw_dir *a;
 
-	if (!d->met || !(p = fw_dirmap_find(&c->map, d->met->fsid, &d->met->fh)) ||
-	    fw_dir_at(c, p, d->met->name) != d)
+	if (!d->met || !(p = fw_dirmap_find(&c->map, d->met->fsid, &d->met->fh)))
+		return NULL;
+	/*
+	 * Still there?  When the map's path to p is behind renames not read
+	 * yet (ESTALE, ENOENT), the disk cannot say: the note, made after
+	 * every queued event, stands; a later move has its own event.
+	 */
+	if (fw_dir_fd(&c->map, p) >= 0 ? fw_dir_at(c, p, d->met->name) != d :
+	    errno != ESTALE && errno != ENOENT)
 		return NULL;
 	for (a = p; a; a = a->parent)
 		if (a == d)
@@ -504,14 +577,15 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	int32_t fsid[2];
 	bool simple_fs = false;
 	struct fw_dir *d;
-	int mnt, err = 0;
+	int mnt = -1, err = 0;
 
 	if (isfile) {
 		mask = (c->o->events & FW_FILE_MASK) | FW_DELETE_SELF | FW_MOVE_SELF;
 		flags |= c->o->no_deref ? FW_MARK_DONT_FOLLOW : 0;
 	}
-	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) ||
-	    fd_fsid(fd, parent, mnt, fsid, &simple_fs))
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
+		err = errno, mnt = -1;	/* no handle: fw_is_mount_point asks statx */
+	else if (fd_fsid(fd, parent, mnt, fsid, &simple_fs))
 		err = errno;
 	else if (!is_wanted(fd, fsid, &h.fh, want))
 		err = ENOENT;
@@ -523,6 +597,9 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 
 		if (err == ENOSPC) {
 			c->unwatched += isfile ? 1 : count_dirs(fd, ".");
+		} else if (parent && !isfile && !mount_neutral(err) &&
+			   fw_is_mount_point(fd, mnt, fw_dir_fd(&c->map, parent), parent->mnt_id)) {
+			mount_error(c, p ? p : name, fd, mnt, err);
 		} else if (!(parent && err == ENOENT)) {
 			mark_error(c, !parent, p ? p : name, fd, err);
 		}
@@ -531,6 +608,8 @@ static struct fw_dir *mark_fd(struct fw_ctx *c, struct fw_dir *parent,
 	}
 	d = fw_dirmap_find(&c->map, fsid, &h.fh);
 	if (d) {
+		if (parent)
+			mount_again(c, d, parent, name, mnt);
 		found_again(c, d, parent, name);
 		errno = EEXIST;	/* already watched (bind mount, repeated root) */
 		return NULL;
@@ -896,6 +975,7 @@ static void adopt_batch(struct fw_ctx *c, struct walk_frame *t, size_t n)
 		if ((nd = fw_dirmap_find(&c->map, v[i].fsid, &v[i].fh))) {
 			if (v[i].fd >= 0)
 				close(v[i].fd);	/* moved here, or a bind mount */
+			mount_again(c, nd, d, v[i].name, v[i].mnt);
 			found_again(c, nd, d, v[i].name);
 			continue;
 		}
@@ -1009,8 +1089,14 @@ void fw_report_quiet(struct fw_ctx *c, struct fw_dir *top)
 		struct namelist subs = { 0 };
 
 		if (d->quiet) {
+			/*
+			 * Moved by a rename not read yet (its name leads
+			 * elsewhere): reported when that rename is read.
+			 */
 			d->quiet = false;
-			list_dir(c, d, true, &subs);
+			d->report_due = list_dir(c, d, true, &subs) < 0 &&
+					(errno == ESTALE || errno == ENOENT);
+			d->quiet = d->report_due;
 			namelist_free(&subs);
 		}
 		if (d->child) {
