@@ -19,11 +19,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "bench-util.h"
 
 #define HEADERS 24
 #define SRC_LINES 400
+#define SRC_SIZE (SRC_LINES * 128)
 
 static void die(const char *what, const char *path)
 {
@@ -60,23 +62,24 @@ static char *read_all(const char *path, size_t *len)
 /* The sources: HEADERS shared headers and UNITS units of SRC_LINES lines. */
 static void make_tree(const char *dir, int units)
 {
-	char path[512], line[128];
-	char *text = malloc((size_t)SRC_LINES * sizeof(line));
+	char path[512];
+	char *text = malloc(SRC_SIZE);
 	size_t n;
 
 	if (!text)
 		die("allocating", "sources");
-	if ((mkdir(dir, 0700) && errno != EEXIST))
+	if (mkdir(dir, 0700) && errno != EEXIST)
 		die("mkdir", dir);
 	for (int h = 0; h < HEADERS; h++) {
 		snprintf(path, sizeof(path), "%s/h%d.h", dir, h);
-		n = (size_t)snprintf(text, 128, "#define H%d %d\nint f%d(int);\n", h, h, h);
+		n = (size_t)snprintf(text, SRC_SIZE, "#define H%d %d\nint f%d(int);\n", h, h, h);
 		write_file(path, text, n);
 	}
 	for (int u = 0; u < units; u++) {
 		n = 0;
-		for (int l = 0; l < SRC_LINES; l++)
-			n += (size_t)snprintf(text + n, sizeof(line),
+		/* each line is under 64 bytes: SRC_SIZE is never reached */
+		for (int l = 0; l < SRC_LINES && n < SRC_SIZE; l++)
+			n += (size_t)snprintf(text + n, SRC_SIZE - n,
 					      "static int v%d_%d = f%d(H%d) + %d;\n",
 					      u, l, l % HEADERS, l % HEADERS, l * u);
 		snprintf(path, sizeof(path), "%s/u%d.c", dir, u);
@@ -181,7 +184,7 @@ int main(int argc, char **argv)
 	const char *dir;
 	int units, jobs, rounds;
 	char self[4096];
-	struct timespec t0, t1;
+	double t0;
 	ssize_t n;
 
 	if (argc == 4 && !strcmp(argv[1], "--cc"))
@@ -199,10 +202,9 @@ int main(int argc, char **argv)
 		die("readlink", "/proc/self/exe");
 	self[n] = '\0';
 	make_tree(dir, units);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = bench_now();
 	for (int r = 0; r < rounds; r++)
 		build(self, dir, units, jobs);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("Time: %.3f\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	printf("Time: %.3f\n", bench_now() - t0);
 	return 0;
 }

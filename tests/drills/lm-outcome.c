@@ -531,29 +531,28 @@ static void test_checkpoint_refusals(void **state)
 
 /*
  * Every mode at once: this program again for each, its output in a file
- * of its own, printed in order once all have ended.  Fails if any did.
+ * of its own (unnamed: tmpfile), printed in order once all have ended.
+ * Fails if any did.
  */
 static int side_by_side(void)
 {
 	static const char *const mode_args[] = { "minor", "stop-copy", "postcopy-missing" };
-	char out[3][64], buf[4096];
+	FILE *out[3];
+	char buf[4096];
 	pid_t pid[3];
-	int rc = 0, st = 0, fd;
-	ssize_t n;
+	int rc = 0, st = 0;
+	size_t n;
 
+	fflush(stdout);
 	for (int m = 0; m < 3; m++) {
-		snprintf(out[m], sizeof(out[m]), "/tmp/lm-outcome-%d-%d.out", (int)getpid(), m);
-		fd = open(out[m], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return 1;
-		pid[m] = fork();
+		out[m] = tmpfile();
+		pid[m] = out[m] ? fork() : -1;
 		if (pid[m] == 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
+			dup2(fileno(out[m]), 1);
+			dup2(fileno(out[m]), 2);
 			execl("/proc/self/exe", "lm-outcome", mode_args[m], (char *)NULL);
 			_exit(127);
 		}
-		close(fd);
 		if (pid[m] < 0)
 			return 1;
 	}
@@ -561,15 +560,11 @@ static int side_by_side(void)
 		bool ok = waitpid(pid[m], &st, 0) == pid[m] && WIFEXITED(st) && !WEXITSTATUS(st);
 
 		rc |= !ok;
-		fd = open(out[m], O_RDONLY | O_CLOEXEC);
 		printf("# ---- mode %s: %s (status 0x%x)\n", mode_args[m], ok ? "ok" : "FAILED", st);
-		fflush(stdout);
-		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-			if (write(1, buf, (size_t)n) != n)
-				break;
-		if (fd >= 0)
-			close(fd);
-		unlink(out[m]);
+		rewind(out[m]);
+		while ((n = fread(buf, 1, sizeof(buf), out[m])) > 0)
+			fwrite(buf, 1, n, stdout);
+		fclose(out[m]);
 	}
 	return rc;
 }
